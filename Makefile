@@ -266,7 +266,7 @@ test-asan:
 	  test-unit test-diff test-nn test-optim test-io test-cli
 
 # ---- benchmarks (never part of test)
-TORCH_BENCHES := $(BUILD)/bench/overhead_torch
+TORCH_BENCHES := $(BUILD)/bench/overhead_torch $(BUILD)/bench/train_torch
 bench: deps-bench $(BENCHES) $(TORCH_BENCHES) $(YATEN_CLI)
 	$(Q)bench/overhead.sh $(BUILD)
 	$(Q)bench/gemm.sh $(BUILD)
@@ -274,6 +274,7 @@ bench: deps-bench $(BENCHES) $(TORCH_BENCHES) $(YATEN_CLI)
 	$(Q)bench/reduce.sh $(BUILD)
 	$(Q)bench/conv.sh $(BUILD)
 	$(Q)bench/norm.sh $(BUILD)
+	$(Q)bench/train.sh $(BUILD)
 	$(Q)bench/demo.sh $(BUILD)
 
 deps-bench:

@@ -55,6 +55,12 @@ class CompiledFormula:
     cond: str = ""  # C condition: the node needs this gradient
 
 
+@dataclass
+class FusedFormula:
+    c_lines: list
+    partial: bool  # covers only the first inputs: the others keep their formulas (fused_ran)
+
+
 class _Compiler:
     def __init__(self, op: Op, formula: Formula, registry: dict, saved: dict, out_index: int):
         self.op = op
@@ -65,6 +71,7 @@ class _Compiler:
         self.lines: list[str] = []
         self.unpacked: list[str] = []
         self.temps: list[str] = []
+        self.fused_for: list[str] = []  # the fused formula's gradients
 
     def fail(self, msg: str):
         raise SpecError(self.formula.loc, f"{self.op.schema.full_name}: formula for '{self.formula.input}': {msg}")
@@ -74,8 +81,11 @@ class _Compiler:
         if s is None:
             s = Saved(fld, c_type, source)
             self.saved[source] = s
-        if self.formula.input not in s.used_by:
-            s.used_by.append(self.formula.input)
+        # the fused formula runs for any gradient: what it reads is saved for all of them
+        users = self.fused_for if self.formula.input == "fused" else [self.formula.input]
+        for u in users:
+            if u not in s.used_by:
+                s.used_by.append(u)
         return s
 
     # -------------------------------------------------------------- expressions
@@ -243,6 +253,8 @@ class _Compiler:
                 self.fail("only single comparisons with <, > or == are supported")
             lhs, rhs = self.expr(node.left), self.expr(node.comparators[0])
             return self.operator(_CMPOPS[type(node.ops[0])], lhs, rhs, final, type(node.ops[0]).__name__)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "needs_grad":
+            return self.needs_grad(node)
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name):
                 name, args = node.func.id, [self.expr(a) for a in node.args]
@@ -253,6 +265,72 @@ class _Compiler:
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
             return self.call_op(name, args, kwargs, final)
         self.fail(f"unsupported expression '{ast.unparse(node)}'")
+
+    def needs_grad(self, node: ast.Call) -> Value:
+        """needs_grad(x): whether the node must produce x's gradient (a bool), for the flags of
+        a fused formula's op."""
+        if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
+            self.fail("needs_grad takes one tensor argument's name")
+        ident = node.args[0].id
+        index = {a.name: i for i, a in enumerate(self.op.schema.tensor_args)}
+        if ident not in index:
+            self.fail(f"needs_grad({ident}): '{ident}' is not a tensor argument of {self.op.schema.name}")
+        return Value("bool", f"node->base.needs_grad[{index[ident]}]")
+
+    def compile_fused(self, targets: list) -> list[str]:
+        """The fused formula: one call of an op whose results are the gradients of the first of
+        `targets` ((input name, edge index) in formula order), as many as it has results. Its
+        results go straight to the node's outputs; the ones not needed are released. Returns
+        (C lines, how many targets it covers); when it covers them all, the lines return."""
+        try:
+            tree = ast.parse(self.formula.source, mode="eval")
+        except SyntaxError as e:
+            self.fail(f"syntax error: {e.msg}")
+        body = tree.body
+        if not (isinstance(body, ast.Call) and isinstance(body.func, ast.Name)):
+            self.fail("fused must be one call of an op")
+        candidates = [op for op in self.registry.values()
+                      if op.schema.name == body.func.id and not op.schema.returns_list]
+        if not candidates:
+            self.fail(f"'{body.func.id}' is not an op returning tensors")
+        args = [self.expr(a) for a in body.args]
+        kwargs = {k.arg: self.expr(k.value) for k in body.keywords}
+        errors = []
+        for op in candidates:
+            try:
+                c_args = self.bind(op, args, kwargs)
+            except _NoMatch as e:
+                errors.append(f"{op.schema.full_name}: {e}")
+                continue
+            n = len(op.schema.results)
+            if n > len(targets):
+                self.fail(f"{op.schema.full_name} has {n} results for the "
+                          f"{len(targets)} gradients ({', '.join(t for t, _ in targets)})")
+            fn = f"yt_{op.c_name}_ex" if any(a.has_default for a in op.schema.args) else f"yt_{op.c_name}"
+            self.lines.append(f"yt_tensor *fused[{n}] = {{{', '.join(['NULL'] * n)}}};")
+            if op.schema.multi:
+                outs = ", ".join(f"&fused[{k}]" for k in range(n))
+                self.lines.append(f"yt_status fused_status = {fn}({', '.join(c_args)}, {outs});")
+            else:
+                self.lines.append(f"fused[0] = {fn}({', '.join(c_args)});")
+                self.lines.append("yt_status fused_status = fused[0] != NULL ? YT_OK : yt__last_status();")
+            for t in reversed(self.temps):
+                self.lines.append(f"yt_release({t});")
+            for u in reversed(self.unpacked):
+                self.lines.append(self.release_of(u))
+            self.lines.append("if (fused_status != YT_OK)")
+            self.lines.append("    return fused_status;")
+            for k, (_, idx) in enumerate(targets[:n]):
+                self.lines.append(f"if (node->base.needs_grad[{idx}])")
+                self.lines.append(f"    out[{idx}] = fused[{k}];")
+                self.lines.append("else")
+                self.lines.append(f"    yt_release(fused[{k}]);")
+            if n == len(targets):
+                self.lines.append("return YT_OK;")
+            else:  # the remaining inputs keep their formulas
+                self.lines.append("fused_ran = true;")
+            return self.lines, n
+        self.fail(f"no overload of '{body.func.id}' accepts these arguments ({'; '.join(errors)})")
 
     def operator(self, table, lhs: Value, rhs: Value, final, what) -> Value:
         key = ("T" if lhs.kind == "tensor" else "S" if lhs.kind in _SCALARISH else "?") + \
@@ -392,7 +470,8 @@ def c_default(p) -> str:
 
 
 def compile_derivative(op: Op, registry: dict):
-    """Returns (compiled formulas, saved values in first-use order)."""
+    """Returns (compiled formulas, the fused formula's C lines or None, saved values in first-use
+    order)."""
     saved: dict = {}
     tensor_index = {a.name: i for i, a in enumerate(op.schema.tensor_args)}
     compiled = []
@@ -405,4 +484,20 @@ def compile_derivative(op: Op, registry: dict):
             cond = f"yt__needs_any_grad(&node->base, {idx}, node->{f.input}_len)"
         lines = _Compiler(op, f, registry, saved, idx).compile()
         compiled.append(CompiledFormula(f.input, idx, f.source, f.loc, lines, cond))
-    return compiled, list(saved.values())
+    fused = None
+    if op.derivative.fused is not None:
+        targets = []
+        for f in op.derivative.formulas:
+            if f.input not in tensor_index:
+                raise SpecError(op.derivative.fused.loc, f"{op.schema.full_name}: fused cannot give the gradient "
+                                f"of the Tensor[] '{f.input}'")
+            targets.append((f.input, tensor_index[f.input]))
+        c = _Compiler(op, op.derivative.fused, registry, saved, -1)
+        c.fused_for = [t for t, _ in targets]
+        lines, covered = c.compile_fused(targets)
+        partial = covered < len(targets)
+        if partial:  # when the fused call ran, the inputs it covers are done
+            for f in compiled[:covered]:
+                f.cond = f"!fused_ran && {f.cond}"
+        fused = FusedFormula(lines, partial)
+    return compiled, fused, list(saved.values())

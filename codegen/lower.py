@@ -269,9 +269,10 @@ class OpLowering:
         if self.differentiable and not self.diff_results:
             raise SpecError(d.loc, f"{self.s.full_name}: formulas given, but no result is differentiable")
         self.compiled = None
+        self.fused = None
         self.saved = []
         if self.differentiable:
-            self.compiled, self.saved = compile_derivative(op, registry)
+            self.compiled, self.fused, self.saved = compile_derivative(op, registry)
 
     # -- names
     def fn_name(self, variant: str, ex: bool) -> str:
@@ -1013,6 +1014,9 @@ class OpLowering:
             "loc": str(op.derivative.loc),
             "formulas": [{"input": f.input, "source": f.source, "cond": f.cond, "c_lines": f.c_lines}
                          for f in self.compiled],
+            "fused": self.fused.c_lines if self.fused else None,
+            "fused_partial": self.fused.partial if self.fused else False,
+            "fused_source": op.derivative.fused.source if op.derivative.fused else None,
             "fields": fields,
             "uses_node_in_backward": True,
             "record_params": record_params,

@@ -204,6 +204,9 @@ class Derivative:
     schema_text: str
     loc: Loc
     formulas: list[Formula] = field(default_factory=list)
+    # one call of a multi-result op giving every input's gradient at once (in formula order),
+    # used when the backward does not record a graph (fused:)
+    fused: Optional[Formula] = None
     not_differentiable: bool = False
     # per result: whether it gets a gradient (output_differentiability:; default: every result
     # except those whose result_dtype is fixed to a non-floating dtype)

@@ -672,6 +672,11 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
                                     f"({', '.join(op.schema.results)})")
                 d.output_differentiability = [x.value for x in flags]
                 continue
+            if k == "fused":
+                if not isinstance(v.value, str) or not v.value.strip():
+                    raise SpecError(v.loc, f"{schema.full_name}: fused must be an expression string")
+                d.fused = Formula("fused", v.value.strip(), v.loc)
+                continue
             if k == "not_differentiable":
                 if v.value is not True:
                     raise SpecError(v.loc, "not_differentiable must be true when given")
@@ -686,8 +691,11 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
             if not isinstance(v.value, str) or not v.value.strip():
                 raise SpecError(v.loc, f"{schema.full_name}: formula for '{k}' must be an expression string")
             d.formulas.append(Formula(k, v.value.strip(), v.loc))
-        if d.not_differentiable and d.formulas:
+        if d.not_differentiable and (d.formulas or d.fused):
             raise SpecError(name_node.loc, f"{schema.full_name}: not_differentiable entries take no formulas")
+        if d.fused and not d.formulas:
+            raise SpecError(d.fused.loc, f"{schema.full_name}: fused needs the per-input formulas too "
+                            "(they run when the backward records a graph)")
         if not d.not_differentiable and not d.formulas:
             raise SpecError(name_node.loc, f"{schema.full_name}: no formulas (mark it not_differentiable: true if intended)")
         given = [f.input for f in d.formulas]

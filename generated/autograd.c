@@ -12,7 +12,7 @@
 /* add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
  * backward, from derivatives.yaml:8:
  *   self: sum_to(grad, self.shape)
- *   other: sum_to(grad * alpha, other.shape)
+ *   other: sum_to(maybe_multiply(grad, alpha), other.shape)
  */
 typedef struct add_node {
     yt_node base;         /* must be first */
@@ -33,7 +33,7 @@ add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     }
 
     if (node->base.needs_grad[1]) {
-        yt_tensor *t0 = yt_mul_scalar(grads[0], node->alpha);
+        yt_tensor *t0 = yt_maybe_multiply(grads[0], node->alpha);
         out[1] = yt_sum_to(t0, node->other_shape.sizes, node->other_shape.dim);
         yt_release(t0);
         if (out[1] == NULL)
@@ -126,7 +126,7 @@ yt__record_add_scalar(yt_tensor *result, yt_tensor *self)
 /* sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
  * backward, from derivatives.yaml:15:
  *   self: sum_to(grad, self.shape)
- *   other: sum_to(-grad * alpha, other.shape)
+ *   other: sum_to(maybe_multiply(-grad, alpha), other.shape)
  */
 typedef struct sub_node {
     yt_node base;         /* must be first */
@@ -148,7 +148,7 @@ sub_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[1]) {
         yt_tensor *t0 = yt_neg(grads[0]);
-        yt_tensor *t1 = yt_mul_scalar(t0, node->alpha);
+        yt_tensor *t1 = yt_maybe_multiply(t0, node->alpha);
         out[1] = yt_sum_to(t1, node->other_shape.sizes, node->other_shape.dim);
         yt_release(t1);
         yt_release(t0);
@@ -751,7 +751,7 @@ yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *expo
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * backward, from derivatives.yaml:159:
+ * backward, from derivatives.yaml:163:
  *   exponent: pow_scalar_backward(grad, self, result)
  */
 typedef struct pow_scalar_node {
@@ -808,7 +808,7 @@ yt__record_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * backward, from derivatives.yaml:166:
+ * backward, from derivatives.yaml:170:
  *   self: sum_to(where(self > other, grad, where(self == other, grad / 2, zeros_like(grad))), self.shape)
  *   other: sum_to(where(other > self, grad, where(self == other, grad / 2, zeros_like(grad))), other.shape)
  */
@@ -909,7 +909,7 @@ yt__record_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * backward, from derivatives.yaml:170:
+ * backward, from derivatives.yaml:174:
  *   self: sum_to(where(self < other, grad, where(self == other, grad / 2, zeros_like(grad))), self.shape)
  *   other: sum_to(where(other < self, grad, where(self == other, grad / 2, zeros_like(grad))), other.shape)
  */
@@ -1010,7 +1010,7 @@ yt__record_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * backward, from derivatives.yaml:174:
+ * backward, from derivatives.yaml:178:
  *   self: where(self < min, zeros_like(grad), grad)
  */
 typedef struct clamp_min_node {
@@ -1071,7 +1071,7 @@ yt__record_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * backward, from derivatives.yaml:177:
+ * backward, from derivatives.yaml:181:
  *   self: where(self > max, zeros_like(grad), grad)
  */
 typedef struct clamp_max_node {
@@ -1132,7 +1132,7 @@ yt__record_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * backward, from derivatives.yaml:180:
+ * backward, from derivatives.yaml:184:
  *   self: sum_to(where(self < min, zeros_like(grad), grad), self.shape)
  *   min: sum_to(grad * (self < min), min.shape)
  */
@@ -1220,7 +1220,7 @@ yt__record_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * backward, from derivatives.yaml:184:
+ * backward, from derivatives.yaml:188:
  *   self: sum_to(where(self > max, zeros_like(grad), grad), self.shape)
  *   max: sum_to(grad * (self > max), max.shape)
  */
@@ -1308,7 +1308,7 @@ yt__record_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * backward, from derivatives.yaml:188:
+ * backward, from derivatives.yaml:192:
  *   self: sum_to(grad, self.shape)
  *   other: sum_to(-grad * floor_divide(self, other), other.shape)
  */
@@ -1387,7 +1387,7 @@ yt__record_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * backward, from derivatives.yaml:192:
+ * backward, from derivatives.yaml:196:
  *   self: grad
  */
 typedef struct remainder_scalar_node {
@@ -1437,7 +1437,7 @@ yt__record_remainder_scalar(yt_tensor *result, yt_tensor *self)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * backward, from derivatives.yaml:198:
+ * backward, from derivatives.yaml:202:
  *   self: sum_to(grad - grad * weight, self.shape)
  *   end: sum_to(grad * weight, end.shape)
  */
@@ -1506,7 +1506,7 @@ yt__record_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar we
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * backward, from derivatives.yaml:202:
+ * backward, from derivatives.yaml:206:
  *   self: sum_to(grad - grad * weight, self.shape)
  *   end: sum_to(grad * weight, end.shape)
  *   weight: sum_to(grad * (end - self), weight.shape)
@@ -1607,7 +1607,7 @@ yt__record_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_te
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * backward, from derivatives.yaml:207:
+ * backward, from derivatives.yaml:211:
  *   self: sum_to(grad, self.shape)
  *   tensor1: sum_to(grad * tensor2 * value, tensor1.shape)
  *   tensor2: sum_to(grad * tensor1 * value, tensor2.shape)
@@ -1701,7 +1701,7 @@ yt__record_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_te
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * backward, from derivatives.yaml:212:
+ * backward, from derivatives.yaml:216:
  *   self: sum_to(grad, self.shape)
  *   tensor1: sum_to(grad * value / tensor2, tensor1.shape)
  *   tensor2: sum_to(-grad * value * tensor1 / (tensor2 * tensor2), tensor2.shape)
@@ -1803,7 +1803,7 @@ yt__record_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_te
 }
 
 /* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
- * backward, from derivatives.yaml:162:
+ * backward, from derivatives.yaml:166:
  *   grad_output: sum_to(pow_scalar_backward(grad, self, output), grad_output.shape)
  *   output: sum_to(pow_scalar_backward(grad, self, grad_output), output.shape)
  */
@@ -1884,7 +1884,7 @@ yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_sca
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * backward, from derivatives.yaml:322:
+ * backward, from derivatives.yaml:326:
  *   self: sum_to(div_rounding_backward(grad / other, rounding_mode), self.shape)
  *   other: sum_to(div_rounding_backward(-grad * self / (other * other), rounding_mode), other.shape)
  */
@@ -1977,7 +1977,7 @@ yt__record_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * backward, from derivatives.yaml:326:
+ * backward, from derivatives.yaml:330:
  *   self: div_rounding_backward(grad / other, rounding_mode)
  */
 typedef struct div_scalar_mode_node {
@@ -2034,7 +2034,7 @@ yt__record_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * backward, from derivatives.yaml:332:
+ * backward, from derivatives.yaml:336:
  *   self: clamp_backward(grad, self, min, max)
  */
 typedef struct clamp_node {
@@ -2100,7 +2100,7 @@ yt__record_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * backward, from derivatives.yaml:335:
+ * backward, from derivatives.yaml:339:
  *   self: sum_to(clamp_tensor_backward(grad, self, min, max), self.shape)
  *   min: sum_to(clamp_tensor_backward_min(grad, self, min, max), min.shape)
  *   max: sum_to(clamp_tensor_backward_max(grad, self, min, max), max.shape)
@@ -2212,7 +2212,7 @@ yt__record_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_t
 }
 
 /* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
- * backward, from derivatives.yaml:340:
+ * backward, from derivatives.yaml:344:
  *   grad_output: sum_to(clamp_backward(grad, self, min, max), grad_output.shape)
  *   self: zeros_like(self)
  */
@@ -2294,7 +2294,7 @@ yt__record_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *
 }
 
 /* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
- * backward, from derivatives.yaml:344:
+ * backward, from derivatives.yaml:348:
  *   grad_output: sum_to(clamp_tensor_backward(grad, self, min, max), grad_output.shape)
  *   self: zeros_like(self)
  *   min: zeros_like(min)
@@ -2397,7 +2397,7 @@ yt__record_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
- * backward, from derivatives.yaml:350:
+ * backward, from derivatives.yaml:354:
  *   grad_output: sum_to(clamp_tensor_backward_min(grad, self, min, max), grad_output.shape)
  *   self: zeros_like(self)
  *   min: zeros_like(min)
@@ -2500,7 +2500,7 @@ yt__record_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
- * backward, from derivatives.yaml:356:
+ * backward, from derivatives.yaml:360:
  *   grad_output: sum_to(clamp_tensor_backward_max(grad, self, min, max), grad_output.shape)
  *   self: zeros_like(self)
  *   min: zeros_like(min)
@@ -2603,7 +2603,7 @@ yt__record_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
- * backward, from derivatives.yaml:329:
+ * backward, from derivatives.yaml:333:
  *   grad_output: div_rounding_backward(grad, rounding_mode)
  */
 typedef struct div_rounding_backward_node {
@@ -2824,7 +2824,7 @@ yt__record_sqrt(yt_tensor *result, yt_tensor *self)
 
 /* relu(Tensor self) -> Tensor
  * backward, from derivatives.yaml:58:
- *   self: grad * (result > 0)
+ *   self: threshold_backward(grad, result, 0)
  */
 typedef struct relu_node {
     yt_node base;    /* must be first */
@@ -2838,9 +2838,7 @@ relu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[0]) {
         yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
-        yt_tensor *t0 = yt_gt_scalar(result, yt_int(0));
-        out[0] = yt_mul(grads[0], t0);
-        yt_release(t0);
+        out[0] = yt_threshold_backward(grads[0], result, yt_int(0));
         yt_release(result);
         if (out[0] == NULL)
             return yt__last_status();
@@ -2879,8 +2877,81 @@ yt__record_relu(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* sigmoid(Tensor self) -> Tensor
+/* threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor
  * backward, from derivatives.yaml:61:
+ *   grad_output: sum_to(threshold_backward(grad, self, threshold), grad_output.shape)
+ *   self: zeros_like(self)
+ */
+typedef struct threshold_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_scalar threshold;        /* used by: grad_output */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} threshold_backward_node;
+
+static yt_status
+threshold_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    threshold_backward_node *node = (threshold_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_threshold_backward(grads[0], self, node->threshold);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+threshold_backward_release_saved(yt_node *node_)
+{
+    threshold_backward_node *node = (threshold_backward_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind threshold_backward_node_kind = {
+    .name = "ThresholdBackwardBackward",
+    .op_name = "threshold_backward",
+    .size = sizeof(threshold_backward_node),
+    .backward = threshold_backward_backward,
+    .release_saved = threshold_backward_release_saved,
+};
+
+yt_status
+yt__record_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                              yt_scalar threshold)
+{
+    threshold_backward_node *node =
+        (threshold_backward_node *)yt__node_new(&threshold_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->threshold = threshold;
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sigmoid(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:65:
  *   self: grad * result * (1 - result)
  */
 typedef struct sigmoid_node {
@@ -2939,7 +3010,7 @@ yt__record_sigmoid(yt_tensor *result, yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * backward, from derivatives.yaml:64:
+ * backward, from derivatives.yaml:68:
  *   self: grad * (1 - result * result)
  */
 typedef struct tanh_node {
@@ -2998,7 +3069,7 @@ yt__record_tanh(yt_tensor *result, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * backward, from derivatives.yaml:67:
+ * backward, from derivatives.yaml:71:
  *   self: where(self * beta > threshold, grad, grad * sigmoid(self * beta))
  */
 typedef struct softplus_node {
@@ -3067,7 +3138,7 @@ yt__record_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scala
 }
 
 /* clone(Tensor self) -> Tensor
- * backward, from derivatives.yaml:70:
+ * backward, from derivatives.yaml:74:
  *   self: grad
  */
 typedef struct clone_node {
@@ -3116,7 +3187,7 @@ yt__record_clone(yt_tensor *result, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * backward, from derivatives.yaml:73:
+ * backward, from derivatives.yaml:77:
  *   self: to(grad, self.dtype)
  */
 typedef struct to_node {
@@ -3167,7 +3238,7 @@ yt__record_to(yt_tensor *result, yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * backward, from derivatives.yaml:217:
+ * backward, from derivatives.yaml:221:
  *   self: grad * sign(self)
  */
 typedef struct abs_node {
@@ -3224,7 +3295,7 @@ yt__record_abs(yt_tensor *result, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * backward, from derivatives.yaml:220:
+ * backward, from derivatives.yaml:224:
  *   self: zeros_like(grad)
  */
 typedef struct sign_node {
@@ -3273,7 +3344,7 @@ yt__record_sign(yt_tensor *result, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * backward, from derivatives.yaml:223:
+ * backward, from derivatives.yaml:227:
  *   self: grad * self * 2
  */
 typedef struct square_node {
@@ -3330,7 +3401,7 @@ yt__record_square(yt_tensor *result, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * backward, from derivatives.yaml:226:
+ * backward, from derivatives.yaml:230:
  *   self: -grad * result * result
  */
 typedef struct reciprocal_node {
@@ -3389,7 +3460,7 @@ yt__record_reciprocal(yt_tensor *result, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * backward, from derivatives.yaml:229:
+ * backward, from derivatives.yaml:233:
  *   self: grad * result * result * result * -0.5
  */
 typedef struct rsqrt_node {
@@ -3450,7 +3521,7 @@ yt__record_rsqrt(yt_tensor *result, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * backward, from derivatives.yaml:232:
+ * backward, from derivatives.yaml:236:
  *   self: grad * (result + 1)
  */
 typedef struct expm1_node {
@@ -3507,7 +3578,7 @@ yt__record_expm1(yt_tensor *result, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * backward, from derivatives.yaml:235:
+ * backward, from derivatives.yaml:239:
  *   self: grad / (self + 1)
  */
 typedef struct log1p_node {
@@ -3564,7 +3635,7 @@ yt__record_log1p(yt_tensor *result, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * backward, from derivatives.yaml:238:
+ * backward, from derivatives.yaml:242:
  *   self: grad / (self * 0.6931471805599453)
  */
 typedef struct log2_node {
@@ -3621,7 +3692,7 @@ yt__record_log2(yt_tensor *result, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * backward, from derivatives.yaml:241:
+ * backward, from derivatives.yaml:245:
  *   self: grad * cos(self)
  */
 typedef struct sin_node {
@@ -3678,7 +3749,7 @@ yt__record_sin(yt_tensor *result, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * backward, from derivatives.yaml:244:
+ * backward, from derivatives.yaml:248:
  *   self: -grad * sin(self)
  */
 typedef struct cos_node {
@@ -3737,7 +3808,7 @@ yt__record_cos(yt_tensor *result, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * backward, from derivatives.yaml:247:
+ * backward, from derivatives.yaml:251:
  *   self: grad * exp(-self * self) * 1.1283791670955126
  */
 typedef struct erf_node {
@@ -3800,7 +3871,7 @@ yt__record_erf(yt_tensor *result, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * backward, from derivatives.yaml:250:
+ * backward, from derivatives.yaml:254:
  *   self: zeros_like(grad)
  */
 typedef struct floor_node {
@@ -3849,7 +3920,7 @@ yt__record_floor(yt_tensor *result, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * backward, from derivatives.yaml:253:
+ * backward, from derivatives.yaml:257:
  *   self: zeros_like(grad)
  */
 typedef struct ceil_node {
@@ -3898,7 +3969,7 @@ yt__record_ceil(yt_tensor *result, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * backward, from derivatives.yaml:256:
+ * backward, from derivatives.yaml:260:
  *   self: zeros_like(grad)
  */
 typedef struct round_node {
@@ -3947,7 +4018,7 @@ yt__record_round(yt_tensor *result, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * backward, from derivatives.yaml:259:
+ * backward, from derivatives.yaml:263:
  *   self: zeros_like(grad)
  */
 typedef struct trunc_node {
@@ -3996,7 +4067,7 @@ yt__record_trunc(yt_tensor *result, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * backward, from derivatives.yaml:262:
+ * backward, from derivatives.yaml:266:
  *   self: leaky_relu_backward(grad, self, negative_slope)
  */
 typedef struct leaky_relu_node {
@@ -4053,7 +4124,7 @@ yt__record_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slo
 }
 
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
- * backward, from derivatives.yaml:265:
+ * backward, from derivatives.yaml:269:
  *   grad_output: sum_to(leaky_relu_backward(grad, self, negative_slope), grad_output.shape)
  *   self: zeros_like(self)
  */
@@ -4126,7 +4197,7 @@ yt__record_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_ten
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * backward, from derivatives.yaml:269:
+ * backward, from derivatives.yaml:273:
  *   self: elu_backward(grad, alpha, scale, input_scale, self)
  */
 typedef struct elu_node {
@@ -4188,7 +4259,7 @@ yt__record_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar sc
 }
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
- * backward, from derivatives.yaml:272:
+ * backward, from derivatives.yaml:276:
  *   grad_output: sum_to(elu_backward(grad, alpha, scale, input_scale, self), grad_output.shape)
  *   self: sum_to(where(self > 0, zeros_like(grad), elu_backward(grad * grad_output * input_scale, alpha, scale, input_scale, self)), self.shape)
  */
@@ -4285,7 +4356,7 @@ yt__record_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alp
 }
 
 /* silu(Tensor self) -> Tensor
- * backward, from derivatives.yaml:276:
+ * backward, from derivatives.yaml:280:
  *   self: grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
  */
 typedef struct silu_node {
@@ -4352,7 +4423,7 @@ yt__record_silu(yt_tensor *result, yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * backward, from derivatives.yaml:362:
+ * backward, from derivatives.yaml:366:
  *   self: gelu_backward(grad, self, approximate=approximate)
  */
 typedef struct gelu_node {
@@ -4409,7 +4480,7 @@ yt__record_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
 }
 
 /* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
- * backward, from derivatives.yaml:365:
+ * backward, from derivatives.yaml:369:
  *   grad_output: sum_to(gelu_backward(grad, self, approximate=approximate), grad_output.shape)
  *   self: sum_to(gelu_double_backward(grad, grad_output, self, approximate), self.shape)
  */
@@ -4491,7 +4562,7 @@ yt__record_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *s
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * backward, from derivatives.yaml:369:
+ * backward, from derivatives.yaml:373:
  *   self: grad * isfinite(self)
  */
 typedef struct nan_to_num_node {
@@ -4548,7 +4619,7 @@ yt__record_nan_to_num(yt_tensor *result, yt_tensor *self)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * backward, from derivatives.yaml:94:
+ * backward, from derivatives.yaml:98:
  *   self: sum_to(where(condition, grad, zeros_like(grad)), self.shape)
  *   other: sum_to(where(condition, zeros_like(grad), grad), other.shape)
  */
@@ -4625,7 +4696,7 @@ yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_te
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * backward, from derivatives.yaml:315:
+ * backward, from derivatives.yaml:319:
  *   self: sum_to(where(mask, zeros_like(grad), grad), self.shape)
  */
 typedef struct masked_fill_node {
@@ -4686,7 +4757,7 @@ yt__record_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * backward, from derivatives.yaml:318:
+ * backward, from derivatives.yaml:322:
  *   self: sum_to(where(mask, zeros_like(grad), grad), self.shape)
  *   value: sum_to(where(mask, grad, zeros_like(grad)), value.shape)
  */
@@ -4764,7 +4835,7 @@ yt__record_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mas
 }
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:98:
+ * backward, from derivatives.yaml:102:
  *   self: expand(grad, self.shape)
  */
 typedef struct sum_node {
@@ -4815,7 +4886,7 @@ yt__record_sum(yt_tensor *result, yt_tensor *self)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:101:
+ * backward, from derivatives.yaml:105:
  *   self: sum_backward(grad, self.shape, dim, keepdim)
  */
 typedef struct sum_dim_node {
@@ -4874,13 +4945,13 @@ yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int d
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:104:
- *   self: expand(grad, self.shape) / self.numel
+ * backward, from derivatives.yaml:108:
+ *   self: expand(grad / self.numel, self.shape)
  */
 typedef struct mean_node {
     yt_node base;        /* must be first */
-    yt_shape self_shape; /* used by: self */
     int64_t self_numel;  /* used by: self */
+    yt_shape self_shape; /* used by: self */
 } mean_node;
 
 static yt_status
@@ -4889,8 +4960,8 @@ mean_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     mean_node *node = (mean_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        yt_tensor *t0 = yt_expand(grads[0], node->self_shape.sizes, node->self_shape.dim);
-        out[0] = yt_div_scalar(t0, yt_int(node->self_numel));
+        yt_tensor *t0 = yt_div_scalar(grads[0], yt_int(node->self_numel));
+        out[0] = yt_expand(t0, node->self_shape.sizes, node->self_shape.dim);
         yt_release(t0);
         if (out[0] == NULL)
             return yt__last_status();
@@ -4920,8 +4991,8 @@ yt__record_mean(yt_tensor *result, yt_tensor *self)
         return yt_errcode();
     yt_status status = YT_OK;
     yt__node_set_edge(&node->base, 0, self);
-    yt__shape_of(&node->self_shape, self);
     node->self_numel = self->numel;
+    yt__shape_of(&node->self_shape, self);
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
@@ -4929,7 +5000,7 @@ yt__record_mean(yt_tensor *result, yt_tensor *self)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:107:
+ * backward, from derivatives.yaml:111:
  *   self: mean_backward(grad, self.shape, dim, keepdim)
  */
 typedef struct mean_dim_node {
@@ -4988,7 +5059,7 @@ yt__record_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int 
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:110:
+ * backward, from derivatives.yaml:114:
  *   self: amax_backward(grad, self, result, dim, keepdim)
  */
 typedef struct amax_node {
@@ -5056,7 +5127,7 @@ yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:376:
+ * backward, from derivatives.yaml:380:
  *   self: amax_backward(grad, self, result, dim, keepdim)
  */
 typedef struct amin_node {
@@ -5124,7 +5195,7 @@ yt__record_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* max(Tensor self) -> Tensor
- * backward, from derivatives.yaml:379:
+ * backward, from derivatives.yaml:383:
  *   self: evenly_distribute_backward(grad, self, result)
  */
 typedef struct max_node {
@@ -5185,7 +5256,7 @@ yt__record_max(yt_tensor *result, yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * backward, from derivatives.yaml:382:
+ * backward, from derivatives.yaml:386:
  *   self: evenly_distribute_backward(grad, self, result)
  */
 typedef struct min_node {
@@ -5246,7 +5317,7 @@ yt__record_min(yt_tensor *result, yt_tensor *self)
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:385:
+ * backward, from derivatives.yaml:389:
  *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
  */
 typedef struct max_dim_node {
@@ -5310,7 +5381,7 @@ yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:389:
+ * backward, from derivatives.yaml:393:
  *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
  */
 typedef struct min_dim_node {
@@ -5374,7 +5445,7 @@ yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:399:
+ * backward, from derivatives.yaml:403:
  *   self: prod_backward(grad, self, result)
  */
 typedef struct prod_node {
@@ -5435,7 +5506,7 @@ yt__record_prod(yt_tensor *result, yt_tensor *self)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:402:
+ * backward, from derivatives.yaml:406:
  *   self: prod_dim_backward(grad, self, result, dim, keepdim)
  */
 typedef struct prod_dim_int_node {
@@ -5500,7 +5571,7 @@ yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim, bool ke
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:417:
+ * backward, from derivatives.yaml:421:
  *   self: cumsum_backward(grad, dim)
  */
 typedef struct cumsum_node {
@@ -5551,7 +5622,7 @@ yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:423:
+ * backward, from derivatives.yaml:427:
  *   self: logsumexp_backward(grad, self, result, dim, keepdim)
  */
 typedef struct logsumexp_node {
@@ -5620,7 +5691,7 @@ yt__record_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:426:
+ * backward, from derivatives.yaml:430:
  *   self: var_backward(grad, self, dim, correction, keepdim)
  */
 typedef struct var_node {
@@ -5685,7 +5756,7 @@ yt__record_var(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:429:
+ * backward, from derivatives.yaml:433:
  *   self: std_backward(grad, self, result, dim, correction, keepdim)
  */
 typedef struct std_node {
@@ -5756,7 +5827,7 @@ yt__record_std(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:420:
+ * backward, from derivatives.yaml:424:
  *   self: norm_backward(grad, self, ord, result, dim, keepdim)
  */
 typedef struct linalg_vector_norm_node {
@@ -5828,7 +5899,7 @@ yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self, yt_scalar ord,
 }
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:113:
+ * backward, from derivatives.yaml:117:
  *   self: mm_mat1_backward(grad, mat2, self)
  *   mat2: mm_mat2_backward(grad, self, mat2)
  */
@@ -5901,7 +5972,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:435:
+ * backward, from derivatives.yaml:439:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -5974,8 +6045,8 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:439:
- *   self: sum_to(grad, self.shape) * beta
+ * backward, from derivatives.yaml:443:
+ *   self: maybe_multiply(sum_to(grad, self.shape), beta)
  *   mat1: mm_mat1_backward(grad, mat2, mat1, alpha)
  *   mat2: mm_mat2_backward(grad, mat1, mat2, alpha)
  */
@@ -5995,7 +6066,7 @@ addmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[0]) {
         yt_tensor *t0 = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
-        out[0] = yt_mul_scalar(t0, node->beta);
+        out[0] = yt_maybe_multiply(t0, node->beta);
         yt_release(t0);
         if (out[0] == NULL)
             return yt__last_status();
@@ -6064,10 +6135,10 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:444:
- *   self: sum_to(grad, self.shape) * beta
- *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
- *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
+ * backward, from derivatives.yaml:448:
+ *   self: maybe_multiply(sum_to(grad, self.shape), beta)
+ *   batch1: maybe_multiply(bmm(grad, batch2.transpose(1, 2)), alpha)
+ *   batch2: maybe_multiply(bmm(batch1.transpose(1, 2), grad), alpha)
  */
 typedef struct baddbmm_node {
     yt_node base;        /* must be first */
@@ -6085,7 +6156,7 @@ baddbmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[0]) {
         yt_tensor *t0 = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
-        out[0] = yt_mul_scalar(t0, node->beta);
+        out[0] = yt_maybe_multiply(t0, node->beta);
         yt_release(t0);
         if (out[0] == NULL)
             return yt__last_status();
@@ -6095,7 +6166,7 @@ baddbmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
         yt_tensor *batch2 = yt__saved_unpack(&node->batch2, &node->base, "batch2");
         yt_tensor *t0 = yt_transpose(batch2, 1, 2);
         yt_tensor *t1 = yt_bmm(grads[0], t0);
-        out[1] = yt_mul_scalar(t1, node->alpha);
+        out[1] = yt_maybe_multiply(t1, node->alpha);
         yt_release(t1);
         yt_release(t0);
         yt_release(batch2);
@@ -6107,7 +6178,7 @@ baddbmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
         yt_tensor *batch1 = yt__saved_unpack(&node->batch1, &node->base, "batch1");
         yt_tensor *t0 = yt_transpose(batch1, 1, 2);
         yt_tensor *t1 = yt_bmm(t0, grads[0]);
-        out[2] = yt_mul_scalar(t1, node->alpha);
+        out[2] = yt_maybe_multiply(t1, node->alpha);
         yt_release(t1);
         yt_release(t0);
         yt_release(batch1);
@@ -6158,7 +6229,7 @@ yt__record_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1, yt_ten
 }
 
 /* t(Tensor self) -> Tensor
- * backward, from derivatives.yaml:117:
+ * backward, from derivatives.yaml:121:
  *   self: grad.t()
  */
 typedef struct t_node {
@@ -6207,7 +6278,7 @@ yt__record_t(yt_tensor *result, yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * backward, from derivatives.yaml:120:
+ * backward, from derivatives.yaml:124:
  *   self: transpose(grad, dim0, dim1)
  */
 typedef struct transpose_node {
@@ -6260,7 +6331,7 @@ yt__record_transpose(yt_tensor *result, yt_tensor *self, int64_t dim0, int64_t d
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * backward, from derivatives.yaml:123:
+ * backward, from derivatives.yaml:127:
  *   self: permute_backward(grad, dims)
  */
 typedef struct permute_node {
@@ -6313,7 +6384,7 @@ yt__record_permute(yt_tensor *result, yt_tensor *self, const int64_t *dims, int 
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * backward, from derivatives.yaml:126:
+ * backward, from derivatives.yaml:130:
  *   self: reshape(grad, self.shape)
  */
 typedef struct view_node {
@@ -6364,7 +6435,7 @@ yt__record_view(yt_tensor *result, yt_tensor *self)
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * backward, from derivatives.yaml:129:
+ * backward, from derivatives.yaml:133:
  *   self: sum_to(grad, self.shape)
  */
 typedef struct expand_node {
@@ -6415,7 +6486,7 @@ yt__record_expand(yt_tensor *result, yt_tensor *self)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * backward, from derivatives.yaml:132:
+ * backward, from derivatives.yaml:136:
  *   self: reshape(grad, self.shape)
  */
 typedef struct squeeze_node {
@@ -6466,7 +6537,7 @@ yt__record_squeeze(yt_tensor *result, yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * backward, from derivatives.yaml:135:
+ * backward, from derivatives.yaml:139:
  *   self: reshape(grad, self.shape)
  */
 typedef struct squeeze_dim_node {
@@ -6517,7 +6588,7 @@ yt__record_squeeze_dim(yt_tensor *result, yt_tensor *self)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * backward, from derivatives.yaml:138:
+ * backward, from derivatives.yaml:142:
  *   self: squeeze(grad, dim)
  */
 typedef struct unsqueeze_node {
@@ -6568,7 +6639,7 @@ yt__record_unsqueeze(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * backward, from derivatives.yaml:141:
+ * backward, from derivatives.yaml:145:
  *   self: slice_backward(grad, self.shape, dim, start, end, step)
  */
 typedef struct slice_node {
@@ -6629,7 +6700,7 @@ yt__record_slice(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t start,
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * backward, from derivatives.yaml:144:
+ * backward, from derivatives.yaml:148:
  *   self: select_backward(grad, self.shape, dim, index)
  */
 typedef struct select_node {
@@ -6685,7 +6756,7 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * backward, from derivatives.yaml:452:
+ * backward, from derivatives.yaml:456:
  *   self: flip(grad, dims)
  */
 typedef struct flip_node {
@@ -6738,7 +6809,7 @@ yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dim
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * backward, from derivatives.yaml:455:
+ * backward, from derivatives.yaml:459:
  *   self: roll_backward(grad, shifts, dims)
  */
 typedef struct roll_node {
@@ -6797,7 +6868,7 @@ yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int s
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:458:
+ * backward, from derivatives.yaml:462:
  *   self: tril(grad, diagonal)
  */
 typedef struct tril_node {
@@ -6848,7 +6919,7 @@ yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:461:
+ * backward, from derivatives.yaml:465:
  *   self: triu(grad, diagonal)
  */
 typedef struct triu_node {
@@ -6899,7 +6970,7 @@ yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * backward, from derivatives.yaml:464:
+ * backward, from derivatives.yaml:468:
  *   tensors: cat_backward(grad, dim, tensors)
  */
 typedef struct cat_node {
@@ -6966,7 +7037,7 @@ yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, in
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * backward, from derivatives.yaml:470:
+ * backward, from derivatives.yaml:474:
  *   self: index_select_backward(grad, self.shape, dim, index)
  */
 typedef struct index_select_node {
@@ -7026,7 +7097,7 @@ yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tens
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:473:
+ * backward, from derivatives.yaml:477:
  *   self: grad
  *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
  */
@@ -7100,7 +7171,7 @@ yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor 
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * backward, from derivatives.yaml:477:
+ * backward, from derivatives.yaml:481:
  *   self: index_copy(grad, dim, index, zeros_like(source))
  *   source: reshape(index_select(grad, dim, index), source.shape)
  */
@@ -7180,7 +7251,7 @@ yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * backward, from derivatives.yaml:481:
+ * backward, from derivatives.yaml:485:
  *   self: gather_backward(grad, self.shape, dim, index)
  */
 typedef struct gather_node {
@@ -7240,7 +7311,7 @@ yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:484:
+ * backward, from derivatives.yaml:488:
  *   self: scatter(grad, dim, index, 0)
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -7311,7 +7382,7 @@ yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *i
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * backward, from derivatives.yaml:488:
+ * backward, from derivatives.yaml:492:
  *   self: scatter(grad, dim, index, 0)
  */
 typedef struct scatter_value_node {
@@ -7368,7 +7439,7 @@ yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_ten
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:491:
+ * backward, from derivatives.yaml:495:
  *   self: grad
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -7437,7 +7508,7 @@ yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tenso
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * backward, from derivatives.yaml:495:
+ * backward, from derivatives.yaml:499:
  *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_node {
@@ -7501,7 +7572,7 @@ yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, i
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * backward, from derivatives.yaml:498:
+ * backward, from derivatives.yaml:502:
  *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_dense_backward_node {
@@ -7563,7 +7634,7 @@ yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, y
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:507:
+ * backward, from derivatives.yaml:511:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_node {
@@ -7623,7 +7694,7 @@ yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:511:
+ * backward, from derivatives.yaml:515:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_stable_node {
@@ -7683,7 +7754,7 @@ yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, i
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:515:
+ * backward, from derivatives.yaml:519:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct topk_node {
@@ -7743,7 +7814,7 @@ yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * backward, from derivatives.yaml:522:
+ * backward, from derivatives.yaml:526:
  *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  */
 typedef struct avg_pool2d_node {
@@ -7822,7 +7893,7 @@ yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:525:
+ * backward, from derivatives.yaml:529:
  *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
  */
 typedef struct adaptive_avg_pool2d_node {
@@ -7884,7 +7955,7 @@ yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * backward, from derivatives.yaml:528:
+ * backward, from derivatives.yaml:532:
  *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -7972,7 +8043,7 @@ yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_ten
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:532:
+ * backward, from derivatives.yaml:536:
  *   grad_output: adaptive_avg_pool2d(grad, output_size)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -8040,7 +8111,7 @@ yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_outpu
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:536:
+ * backward, from derivatives.yaml:540:
  *   grad_output: max_pool2d_index_gather(grad, indices)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -8111,7 +8182,7 @@ yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_o
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:540:
+ * backward, from derivatives.yaml:544:
  *   self: max_pool2d_index_scatter(grad, self.shape, indices)
  */
 typedef struct max_pool2d_index_gather_node {
@@ -8170,7 +8241,7 @@ yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:543:
+ * backward, from derivatives.yaml:547:
  *   grad: max_pool2d_index_gather(grad, indices)
  */
 typedef struct max_pool2d_index_scatter_node {
@@ -8226,7 +8297,7 @@ yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tenso
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * backward, from derivatives.yaml:546:
+ * backward, from derivatives.yaml:550:
  *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
  *   bias: conv2d_backward_bias(grad)
@@ -8329,7 +8400,7 @@ yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_ten
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:551:
+ * backward, from derivatives.yaml:555:
  *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
  */
@@ -8423,7 +8494,7 @@ yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:555:
+ * backward, from derivatives.yaml:559:
  *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
  *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
  */
@@ -8517,7 +8588,7 @@ yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:559:
+ * backward, from derivatives.yaml:563:
  *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
  */
 typedef struct max_pool2d_with_indices_node {
@@ -8604,23 +8675,50 @@ yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_ten
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:566:
+ * backward, from derivatives.yaml:570:
  *   input: row_norm_backward_input(grad, input, weight, center, eps)
  *   weight: row_norm_backward_weight(grad, input, center, eps)
  *   bias: row_norm_backward_bias(grad)
+ *   fused (when no graph is recorded): row_norm_backward(grad, input, weight, center, eps, needs_grad(input), needs_grad(weight), needs_grad(bias))
  */
 typedef struct row_norm_node {
     yt_node base;    /* must be first */
-    yt_saved input;  /* used by: input, weight */
-    yt_saved weight; /* used by: input */
-    bool center;     /* used by: input, weight */
-    double eps;      /* used by: input, weight */
+    yt_saved input;  /* used by: input, weight, bias */
+    yt_saved weight; /* used by: input, weight, bias */
+    bool center;     /* used by: input, weight, bias */
+    double eps;      /* used by: input, weight, bias */
 } row_norm_node;
 
 static yt_status
 row_norm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 {
     row_norm_node *node = (row_norm_node *)node_;
+
+    if (yt__tls.grad_disabled) { /* no graph to record: every gradient from one call */
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        yt_tensor *fused[3] = {NULL, NULL, NULL};
+        yt_status fused_status = yt_row_norm_backward(
+            grads[0], input, weight, node->center, node->eps, node->base.needs_grad[0],
+            node->base.needs_grad[1], node->base.needs_grad[2], &fused[0], &fused[1], &fused[2]);
+        yt_release(weight);
+        yt_release(input);
+        if (fused_status != YT_OK)
+            return fused_status;
+        if (node->base.needs_grad[0])
+            out[0] = fused[0];
+        else
+            yt_release(fused[0]);
+        if (node->base.needs_grad[1])
+            out[1] = fused[1];
+        else
+            yt_release(fused[1]);
+        if (node->base.needs_grad[2])
+            out[2] = fused[2];
+        else
+            yt_release(fused[2]);
+        return YT_OK;
+    }
 
     if (node->base.needs_grad[0]) {
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
@@ -8675,9 +8773,11 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
     yt__node_set_edge(&node->base, 0, input);
     yt__node_set_edge(&node->base, 1, weight);
     yt__node_set_edge(&node->base, 2, bias);
-    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
         status = yt__saved_init(&node->input, input, false, 0);
-    if (status == YT_OK && (node->base.needs_grad[0]))
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
         status = yt__saved_init(&node->weight, weight, false, 0);
     node->center = center;
     node->eps = eps;
@@ -8688,26 +8788,54 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * backward, from derivatives.yaml:571:
+ * backward, from derivatives.yaml:576:
  *   input: batch_norm_backward_input(grad, input, weight, eps)
  *   weight: batch_norm_backward_weight(grad, input, eps)
  *   bias: batch_norm_backward_bias(grad)
  *   running_mean: zeros_like(batch_norm_backward_bias(grad))
  *   running_var: zeros_like(batch_norm_backward_bias(grad))
+ *   fused (when no graph is recorded): batch_norm_backward(grad, input, weight, eps, needs_grad(input), needs_grad(weight), needs_grad(bias))
  */
 typedef struct batch_norm_training_node {
     yt_node base;    /* must be first */
-    yt_saved input;  /* used by: input, weight */
-    yt_saved weight; /* used by: input */
-    double eps;      /* used by: input, weight */
+    yt_saved input;  /* used by: input, weight, bias, running_mean, running_var */
+    yt_saved weight; /* used by: input, weight, bias, running_mean, running_var */
+    double eps;      /* used by: input, weight, bias, running_mean, running_var */
 } batch_norm_training_node;
 
 static yt_status
 batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 {
     batch_norm_training_node *node = (batch_norm_training_node *)node_;
+    bool fused_ran = false;
 
-    if (node->base.needs_grad[0]) {
+    if (yt__tls.grad_disabled) { /* no graph to record: these gradients from one call */
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        yt_tensor *fused[3] = {NULL, NULL, NULL};
+        yt_status fused_status = yt_batch_norm_backward(
+            grads[0], input, weight, node->eps, node->base.needs_grad[0], node->base.needs_grad[1],
+            node->base.needs_grad[2], &fused[0], &fused[1], &fused[2]);
+        yt_release(weight);
+        yt_release(input);
+        if (fused_status != YT_OK)
+            return fused_status;
+        if (node->base.needs_grad[0])
+            out[0] = fused[0];
+        else
+            yt_release(fused[0]);
+        if (node->base.needs_grad[1])
+            out[1] = fused[1];
+        else
+            yt_release(fused[1]);
+        if (node->base.needs_grad[2])
+            out[2] = fused[2];
+        else
+            yt_release(fused[2]);
+        fused_ran = true;
+    }
+
+    if (!fused_ran && node->base.needs_grad[0]) {
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
         yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
         out[0] = yt_batch_norm_backward_input(grads[0], input, weight, node->eps);
@@ -8717,7 +8845,7 @@ batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
             return yt__last_status();
     }
 
-    if (node->base.needs_grad[1]) {
+    if (!fused_ran && node->base.needs_grad[1]) {
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
         out[1] = yt_batch_norm_backward_weight(grads[0], input, node->eps);
         yt_release(input);
@@ -8725,7 +8853,7 @@ batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
             return yt__last_status();
     }
 
-    if (node->base.needs_grad[2]) {
+    if (!fused_ran && node->base.needs_grad[2]) {
         out[2] = yt_batch_norm_backward_bias(grads[0]);
         if (out[2] == NULL)
             return yt__last_status();
@@ -8780,9 +8908,13 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
     yt__node_set_edge(&node->base, 2, bias);
     yt__node_set_edge(&node->base, 3, running_mean);
     yt__node_set_edge(&node->base, 4, running_var);
-    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2] ||
+         node->base.needs_grad[3] || node->base.needs_grad[4]))
         status = yt__saved_init(&node->input, input, false, 0);
-    if (status == YT_OK && (node->base.needs_grad[0]))
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2] ||
+         node->base.needs_grad[3] || node->base.needs_grad[4]))
         status = yt__saved_init(&node->weight, weight, false, 0);
     node->eps = eps;
     if (status == YT_OK)
@@ -8792,7 +8924,7 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:578:
+ * backward, from derivatives.yaml:590:
  *   grad_out: row_norm_double_backward_grad_out(grad, input, weight, center, eps)
  *   input: row_norm_double_backward_input(grad, grad_out, input, weight, center, eps)
  *   weight: row_norm_backward_bias(grad_out * row_norm_backward_input(grad, input, None, center, eps))
@@ -8896,7 +9028,7 @@ yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_te
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:583:
+ * backward, from derivatives.yaml:595:
  *   grad_out: row_norm(input, grad, None, center, eps)
  *   input: row_norm_backward_input(grad_out, input, grad, center, eps)
  */
@@ -8973,7 +9105,7 @@ yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_t
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:587:
+ * backward, from derivatives.yaml:599:
  *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
  */
 typedef struct row_norm_backward_bias_node {
@@ -9027,7 +9159,7 @@ yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * backward, from derivatives.yaml:593:
+ * backward, from derivatives.yaml:605:
  *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
  *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
  *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
@@ -9127,7 +9259,7 @@ yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * backward, from derivatives.yaml:598:
+ * backward, from derivatives.yaml:610:
  *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
  *   input: batch_norm_backward_input(grad_out, input, grad, eps)
  */
@@ -9202,7 +9334,7 @@ yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:590:
+ * backward, from derivatives.yaml:602:
  *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
  */
 typedef struct batch_norm_backward_bias_node {
@@ -9255,7 +9387,7 @@ yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:605:
+ * backward, from derivatives.yaml:617:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -9312,7 +9444,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:608:
+ * backward, from derivatives.yaml:620:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -9369,7 +9501,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:611:
+ * backward, from derivatives.yaml:623:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9444,7 +9576,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:615:
+ * backward, from derivatives.yaml:627:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9519,7 +9651,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:622:
+ * backward, from derivatives.yaml:634:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */
@@ -9605,8 +9737,189 @@ yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *ta
     return status;
 }
 
+/* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
+ * backward, from derivatives.yaml:652:
+ *   query: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1), key) * scale
+ *   key: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1).transpose(-2, -1), query) * scale
+ *   value: matmul(softmax(matmul(query, key.transpose(-2, -1)) * scale, -1).transpose(-2, -1), grad_output)
+ *   fused (when no graph is recorded): scaled_dot_product_attention_math_backward(grad_output, query, key, value, attn, scale, needs_grad(query), needs_grad(key), needs_grad(value))
+ */
+typedef struct scaled_dot_product_attention_math_node {
+    yt_node base;   /* must be first */
+    yt_saved value; /* used by: query, key, value */
+    yt_saved query; /* used by: query, key, value */
+    yt_saved key;   /* used by: query, key, value */
+    double scale;   /* used by: query, key, value */
+    yt_saved attn;  /* used by: query, key, value */
+} scaled_dot_product_attention_math_node;
+
+static yt_status
+scaled_dot_product_attention_math_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scaled_dot_product_attention_math_node *node = (scaled_dot_product_attention_math_node *)node_;
+
+    if (yt__tls.grad_disabled) { /* no graph to record: every gradient from one call */
+        yt_tensor *query = yt__saved_unpack(&node->query, &node->base, "query");
+        yt_tensor *key = yt__saved_unpack(&node->key, &node->base, "key");
+        yt_tensor *value = yt__saved_unpack(&node->value, &node->base, "value");
+        yt_tensor *attn = yt__saved_unpack(&node->attn, &node->base, "attn");
+        yt_tensor *fused[3] = {NULL, NULL, NULL};
+        yt_status fused_status = yt_scaled_dot_product_attention_math_backward(
+            grads[0], query, key, value, attn, node->scale, node->base.needs_grad[0],
+            node->base.needs_grad[1], node->base.needs_grad[2], &fused[0], &fused[1], &fused[2]);
+        yt_release(attn);
+        yt_release(value);
+        yt_release(key);
+        yt_release(query);
+        if (fused_status != YT_OK)
+            return fused_status;
+        if (node->base.needs_grad[0])
+            out[0] = fused[0];
+        else
+            yt_release(fused[0]);
+        if (node->base.needs_grad[1])
+            out[1] = fused[1];
+        else
+            yt_release(fused[1]);
+        if (node->base.needs_grad[2])
+            out[2] = fused[2];
+        else
+            yt_release(fused[2]);
+        return YT_OK;
+    }
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *value = yt__saved_unpack(&node->value, &node->base, "value");
+        yt_tensor *t0 = yt_transpose(value, -2, -1);
+        yt_tensor *t1 = yt_matmul(grads[0], t0);
+        yt_tensor *query = yt__saved_unpack(&node->query, &node->base, "query");
+        yt_tensor *key = yt__saved_unpack(&node->key, &node->base, "key");
+        yt_tensor *t2 = yt_transpose(key, -2, -1);
+        yt_tensor *t3 = yt_matmul(query, t2);
+        yt_tensor *t4 = yt_mul_scalar(t3, yt_float(node->scale));
+        yt_tensor *t5 = yt_softmax_ex(t4, -1, YT_DTYPE_NONE);
+        yt_tensor *t6 = yt_softmax_backward_data(t1, t5, -1);
+        yt_tensor *t7 = yt_matmul(t6, key);
+        out[0] = yt_mul_scalar(t7, yt_float(node->scale));
+        yt_release(t7);
+        yt_release(t6);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(key);
+        yt_release(query);
+        yt_release(value);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *value = yt__saved_unpack(&node->value, &node->base, "value");
+        yt_tensor *t0 = yt_transpose(value, -2, -1);
+        yt_tensor *t1 = yt_matmul(grads[0], t0);
+        yt_tensor *query = yt__saved_unpack(&node->query, &node->base, "query");
+        yt_tensor *key = yt__saved_unpack(&node->key, &node->base, "key");
+        yt_tensor *t2 = yt_transpose(key, -2, -1);
+        yt_tensor *t3 = yt_matmul(query, t2);
+        yt_tensor *t4 = yt_mul_scalar(t3, yt_float(node->scale));
+        yt_tensor *t5 = yt_softmax_ex(t4, -1, YT_DTYPE_NONE);
+        yt_tensor *t6 = yt_softmax_backward_data(t1, t5, -1);
+        yt_tensor *t7 = yt_transpose(t6, -2, -1);
+        yt_tensor *t8 = yt_matmul(t7, query);
+        out[1] = yt_mul_scalar(t8, yt_float(node->scale));
+        yt_release(t8);
+        yt_release(t7);
+        yt_release(t6);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(key);
+        yt_release(query);
+        yt_release(value);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *query = yt__saved_unpack(&node->query, &node->base, "query");
+        yt_tensor *key = yt__saved_unpack(&node->key, &node->base, "key");
+        yt_tensor *t0 = yt_transpose(key, -2, -1);
+        yt_tensor *t1 = yt_matmul(query, t0);
+        yt_tensor *t2 = yt_mul_scalar(t1, yt_float(node->scale));
+        yt_tensor *t3 = yt_softmax_ex(t2, -1, YT_DTYPE_NONE);
+        yt_tensor *t4 = yt_transpose(t3, -2, -1);
+        out[2] = yt_matmul(t4, grads[0]);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(key);
+        yt_release(query);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scaled_dot_product_attention_math_release_saved(yt_node *node_)
+{
+    scaled_dot_product_attention_math_node *node = (scaled_dot_product_attention_math_node *)node_;
+    yt__saved_release(&node->value);
+    yt__saved_release(&node->query);
+    yt__saved_release(&node->key);
+    yt__saved_release(&node->attn);
+}
+
+static const yt_node_kind scaled_dot_product_attention_math_node_kind = {
+    .name = "ScaledDotProductAttentionMathBackward",
+    .op_name = "scaled_dot_product_attention_math",
+    .size = sizeof(scaled_dot_product_attention_math_node),
+    .backward = scaled_dot_product_attention_math_backward,
+    .release_saved = scaled_dot_product_attention_math_release_saved,
+};
+
+yt_status
+yt__record_scaled_dot_product_attention_math(yt_tensor *output, yt_tensor *attn, yt_tensor *query,
+                                             yt_tensor *key, yt_tensor *value, double scale)
+{
+    scaled_dot_product_attention_math_node *node =
+        (scaled_dot_product_attention_math_node *)yt__node_new(
+            &scaled_dot_product_attention_math_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, query);
+    yt__node_set_edge(&node->base, 1, key);
+    yt__node_set_edge(&node->base, 2, value);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->value, value, false, 0);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->query, query, false, 0);
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->key, key, false, 0);
+    node->scale = scale;
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->attn, attn, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, output, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * backward, from derivatives.yaml:150:
+ * backward, from derivatives.yaml:154:
  *   grad_output: slice(grad, dim, start, end, step)
  */
 typedef struct slice_backward_node {
@@ -9665,7 +9978,7 @@ yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * backward, from derivatives.yaml:153:
+ * backward, from derivatives.yaml:157:
  *   grad_output: select(grad, dim, index)
  */
 typedef struct select_backward_node {

@@ -73,6 +73,8 @@ YT_INTERNAL yt_status yt__record_exp(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_log(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sqrt(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_relu(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_threshold_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *self, yt_scalar threshold);
 YT_INTERNAL yt_status yt__record_sigmoid(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_tanh(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta,
@@ -268,6 +270,10 @@ YT_INTERNAL yt_status yt__record_cross_entropy_index(yt_tensor *result, yt_tenso
                                                      yt_tensor *target, yt_tensor *weight,
                                                      const char *reduction, int64_t ignore_index,
                                                      double label_smoothing);
+YT_INTERNAL yt_status yt__record_scaled_dot_product_attention_math(yt_tensor *output,
+                                                                   yt_tensor *attn,
+                                                                   yt_tensor *query, yt_tensor *key,
+                                                                   yt_tensor *value, double scale);
 YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
                                                 int64_t dim, int64_t start, int64_t end,
                                                 int64_t step);

@@ -169,6 +169,10 @@ const yt__relu_kernel_fn yt__relu_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_relu,
 };
 
+const yt__threshold_backward_kernel_fn yt__threshold_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_threshold_backward,
+};
+
 const yt__sigmoid_kernel_fn yt__sigmoid_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_sigmoid,
 };
@@ -618,6 +622,10 @@ const yt__row_norm_backward_bias_kernel_fn yt__row_norm_backward_bias_kernels[YT
     [YT_DEVICE_CPU] = yt__cpu_row_norm_backward_bias,
 };
 
+const yt__row_norm_backward_kernel_fn yt__row_norm_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_row_norm_backward,
+};
+
 const yt__batch_norm_backward_input_kernel_fn
     yt__batch_norm_backward_input_kernels[YT_DEVICE_COUNT] = {
         [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_input,
@@ -631,6 +639,10 @@ const yt__batch_norm_backward_weight_kernel_fn
 const yt__batch_norm_backward_bias_kernel_fn yt__batch_norm_backward_bias_kernels[YT_DEVICE_COUNT] =
     {
         [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward_bias,
+};
+
+const yt__batch_norm_backward_kernel_fn yt__batch_norm_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_batch_norm_backward,
 };
 
 const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {
@@ -652,6 +664,16 @@ const yt__log_softmax_backward_data_kernel_fn
 
 const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_cross_entropy_index,
+};
+
+const yt__scaled_dot_product_attention_math_kernel_fn
+    yt__scaled_dot_product_attention_math_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_scaled_dot_product_attention_math,
+};
+
+const yt__scaled_dot_product_attention_math_backward_kernel_fn
+    yt__scaled_dot_product_attention_math_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_scaled_dot_product_attention_math_backward,
 };
 
 const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT] = {

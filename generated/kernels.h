@@ -235,6 +235,12 @@ typedef yt_status (*yt__relu_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__relu_kernel_fn yt__relu_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_relu(yt_tensor *result, yt_tensor *self);
 
+typedef yt_status (*yt__threshold_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                      yt_tensor *self, yt_scalar threshold);
+extern const yt__threshold_backward_kernel_fn yt__threshold_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                 yt_tensor *self, yt_scalar threshold);
+
 typedef yt_status (*yt__sigmoid_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__sigmoid_kernel_fn yt__sigmoid_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self);
@@ -877,6 +883,18 @@ extern const yt__row_norm_backward_bias_kernel_fn
     yt__row_norm_backward_bias_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
 
+typedef yt_status (*yt__row_norm_backward_kernel_fn)(yt_tensor *d_input, yt_tensor *d_weight,
+                                                     yt_tensor *d_bias, yt_tensor *grad_out,
+                                                     yt_tensor *input, yt_tensor *weight,
+                                                     bool center, double eps, bool input_grad,
+                                                     bool weight_grad, bool bias_grad);
+extern const yt__row_norm_backward_kernel_fn yt__row_norm_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_row_norm_backward(yt_tensor *d_input, yt_tensor *d_weight,
+                                                yt_tensor *d_bias, yt_tensor *grad_out,
+                                                yt_tensor *input, yt_tensor *weight, bool center,
+                                                double eps, bool input_grad, bool weight_grad,
+                                                bool bias_grad);
+
 typedef yt_status (*yt__batch_norm_backward_input_kernel_fn)(yt_tensor *result, yt_tensor *grad_out,
                                                              yt_tensor *input, yt_tensor *weight,
                                                              double eps);
@@ -898,6 +916,18 @@ typedef yt_status (*yt__batch_norm_backward_bias_kernel_fn)(yt_tensor *result, y
 extern const yt__batch_norm_backward_bias_kernel_fn
     yt__batch_norm_backward_bias_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out);
+
+typedef yt_status (*yt__batch_norm_backward_kernel_fn)(yt_tensor *d_input, yt_tensor *d_weight,
+                                                       yt_tensor *d_bias, yt_tensor *grad_out,
+                                                       yt_tensor *input, yt_tensor *weight,
+                                                       double eps, bool input_grad,
+                                                       bool weight_grad, bool bias_grad);
+extern const yt__batch_norm_backward_kernel_fn yt__batch_norm_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_batch_norm_backward(yt_tensor *d_input, yt_tensor *d_weight,
+                                                  yt_tensor *d_bias, yt_tensor *grad_out,
+                                                  yt_tensor *input, yt_tensor *weight, double eps,
+                                                  bool input_grad, bool weight_grad,
+                                                  bool bias_grad);
 
 typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
                                            yt_dtype dtype);
@@ -934,6 +964,26 @@ YT_INTERNAL yt_status yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *
                                                   yt_tensor *target, yt_tensor *weight,
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
+
+typedef yt_status (*yt__scaled_dot_product_attention_math_kernel_fn)(
+    yt_tensor *output, yt_tensor *attn, yt_tensor *query, yt_tensor *key, yt_tensor *value,
+    double scale);
+extern const yt__scaled_dot_product_attention_math_kernel_fn
+    yt__scaled_dot_product_attention_math_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scaled_dot_product_attention_math(yt_tensor *output, yt_tensor *attn,
+                                                                yt_tensor *query, yt_tensor *key,
+                                                                yt_tensor *value, double scale);
+
+typedef yt_status (*yt__scaled_dot_product_attention_math_backward_kernel_fn)(
+    yt_tensor *d_query, yt_tensor *d_key, yt_tensor *d_value, yt_tensor *grad_output,
+    yt_tensor *query, yt_tensor *key, yt_tensor *value, yt_tensor *attn, double scale,
+    bool query_grad, bool key_grad, bool value_grad);
+extern const yt__scaled_dot_product_attention_math_backward_kernel_fn
+    yt__scaled_dot_product_attention_math_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scaled_dot_product_attention_math_backward(
+    yt_tensor *d_query, yt_tensor *d_key, yt_tensor *d_value, yt_tensor *grad_output,
+    yt_tensor *query, yt_tensor *key, yt_tensor *value, yt_tensor *attn, double scale,
+    bool query_grad, bool key_grad, bool value_grad);
 
 typedef yt_status (*yt__empty_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
@@ -1266,6 +1316,7 @@ YT_INTERNAL yt_tensor *yt__composite_rand_like(yt_tensor *self, yt_generator *ge
                                                yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_randn_like(yt_tensor *self, yt_generator *generator,
                                                 yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_maybe_multiply(yt_tensor *self, yt_scalar other);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

@@ -14238,7 +14238,465 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:447) */
+/* ---- threshold_backward: 0 if self <= threshold else grad_output   (ops.yaml:447) */
+
+static void
+threshold_backward_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t threshold = (int32_t)(uint8_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *grad_output_p = (const uint8_t *)data[1];
+    const uint8_t *self_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t grad_output = grad_output_p[i];
+            const int32_t self = self_p[i];
+            const int32_t out_value = (self <= threshold) ? (int32_t)0 : grad_output;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t grad_output = grad_output_p[0];
+            const int32_t self = self_p[i];
+            const int32_t out_value = (self <= threshold) ? (int32_t)0 : grad_output;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t grad_output = grad_output_p[i];
+            const int32_t self = self_p[0];
+            const int32_t out_value = (self <= threshold) ? (int32_t)0 : grad_output;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t grad_output = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t self = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = (self <= threshold) ? (int32_t)0 : grad_output;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+threshold_backward_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t threshold = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *grad_output_p = (const int8_t *)data[1];
+    const int8_t *self_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t grad_output = grad_output_p[i];
+            const int8_t self = self_p[i];
+            const int8_t out_value = (self <= threshold) ? (int8_t)0 : grad_output;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t grad_output = grad_output_p[0];
+            const int8_t self = self_p[i];
+            const int8_t out_value = (self <= threshold) ? (int8_t)0 : grad_output;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t grad_output = grad_output_p[i];
+            const int8_t self = self_p[0];
+            const int8_t out_value = (self <= threshold) ? (int8_t)0 : grad_output;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t grad_output = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t self = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = (self <= threshold) ? (int8_t)0 : grad_output;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+threshold_backward_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t threshold = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *grad_output_p = (const int16_t *)data[1];
+    const int16_t *self_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t grad_output = grad_output_p[i];
+            const int16_t self = self_p[i];
+            const int16_t out_value = (self <= threshold) ? (int16_t)0 : grad_output;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t grad_output = grad_output_p[0];
+            const int16_t self = self_p[i];
+            const int16_t out_value = (self <= threshold) ? (int16_t)0 : grad_output;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t grad_output = grad_output_p[i];
+            const int16_t self = self_p[0];
+            const int16_t out_value = (self <= threshold) ? (int16_t)0 : grad_output;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t grad_output = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t self = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = (self <= threshold) ? (int16_t)0 : grad_output;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+threshold_backward_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t threshold = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *grad_output_p = (const int32_t *)data[1];
+    const int32_t *self_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t grad_output = grad_output_p[i];
+            const int32_t self = self_p[i];
+            const int32_t out_value = (self <= threshold) ? (int32_t)0 : grad_output;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t grad_output = grad_output_p[0];
+            const int32_t self = self_p[i];
+            const int32_t out_value = (self <= threshold) ? (int32_t)0 : grad_output;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t grad_output = grad_output_p[i];
+            const int32_t self = self_p[0];
+            const int32_t out_value = (self <= threshold) ? (int32_t)0 : grad_output;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t grad_output = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t self = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = (self <= threshold) ? (int32_t)0 : grad_output;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+threshold_backward_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t threshold = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *grad_output_p = (const int64_t *)data[1];
+    const int64_t *self_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t grad_output = grad_output_p[i];
+            const int64_t self = self_p[i];
+            const int64_t out_value = (self <= threshold) ? (int64_t)0 : grad_output;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t grad_output = grad_output_p[0];
+            const int64_t self = self_p[i];
+            const int64_t out_value = (self <= threshold) ? (int64_t)0 : grad_output;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t grad_output = grad_output_p[i];
+            const int64_t self = self_p[0];
+            const int64_t out_value = (self <= threshold) ? (int64_t)0 : grad_output;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t grad_output = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t self = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = (self <= threshold) ? (int64_t)0 : grad_output;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+threshold_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float threshold = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self <= threshold) ? (float)0 : grad_output;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+threshold_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float threshold = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self <= threshold) ? (float)0 : grad_output;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+threshold_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float threshold = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (self <= threshold) ? (float)0 : grad_output;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+threshold_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double threshold = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value = (self <= threshold) ? (double)0 : grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value = (self <= threshold) ? (double)0 : grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value = (self <= threshold) ? (double)0 : grad_output;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = (self <= threshold) ? (double)0 : grad_output;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                           yt_scalar threshold)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(threshold), yt__scalar_to_i64(threshold), true},
+    };
+    yt_tensor *const inputs[2] = {grad_output, self};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE, "threshold_backward: no CPU loop for dtype %s",
+                           yt_dtype_name(grad_output->dtype));
+}
+
+/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:460) */
 
 static void
 sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14349,7 +14807,7 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- tanh: tanh(self)   (ops.yaml:455) */
+/* ---- tanh: tanh(self)   (ops.yaml:468) */
 
 static void
 tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14460,7 +14918,7 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:463) */
+/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:476) */
 
 static void
 softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14590,7 +15048,7 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clone: self   (ops.yaml:470) */
+/* ---- clone: self   (ops.yaml:483) */
 
 static void
 clone_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -14845,7 +15303,7 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- abs: abs(self)   (ops.yaml:485) */
+/* ---- abs: abs(self)   (ops.yaml:498) */
 
 static void
 abs_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15076,7 +15534,7 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sign: sign(self)   (ops.yaml:493) */
+/* ---- sign: sign(self)   (ops.yaml:506) */
 
 static void
 sign_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15331,7 +15789,7 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- square: self * self   (ops.yaml:500) */
+/* ---- square: self * self   (ops.yaml:513) */
 
 static void
 square_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15586,7 +16044,7 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- reciprocal: 1 / self   (ops.yaml:509) */
+/* ---- reciprocal: 1 / self   (ops.yaml:522) */
 
 static void
 reciprocal_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15697,7 +16155,7 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:518) */
+/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:531) */
 
 static void
 rsqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15808,7 +16266,7 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- expm1: expm1(self)   (ops.yaml:527) */
+/* ---- expm1: expm1(self)   (ops.yaml:540) */
 
 static void
 expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -15919,7 +16377,7 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log1p: log1p(self)   (ops.yaml:535) */
+/* ---- log1p: log1p(self)   (ops.yaml:548) */
 
 static void
 log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16030,7 +16488,7 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log2: log2(self)   (ops.yaml:544) */
+/* ---- log2: log2(self)   (ops.yaml:557) */
 
 static void
 log2_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16141,7 +16599,7 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sin: sin(self)   (ops.yaml:553) */
+/* ---- sin: sin(self)   (ops.yaml:566) */
 
 static void
 sin_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16252,7 +16710,7 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- cos: cos(self)   (ops.yaml:561) */
+/* ---- cos: cos(self)   (ops.yaml:574) */
 
 static void
 cos_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16363,7 +16821,7 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- erf: erf(self)   (ops.yaml:569) */
+/* ---- erf: erf(self)   (ops.yaml:582) */
 
 static void
 erf_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16474,7 +16932,7 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- floor: floor(self)   (ops.yaml:577) */
+/* ---- floor: floor(self)   (ops.yaml:590) */
 
 static void
 floor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16705,7 +17163,7 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ceil: ceil(self)   (ops.yaml:584) */
+/* ---- ceil: ceil(self)   (ops.yaml:597) */
 
 static void
 ceil_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -16936,7 +17394,7 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- round: nearbyint(self)   (ops.yaml:591) */
+/* ---- round: nearbyint(self)   (ops.yaml:604) */
 
 static void
 round_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17167,7 +17625,7 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- trunc: trunc(self)   (ops.yaml:598) */
+/* ---- trunc: trunc(self)   (ops.yaml:611) */
 
 static void
 trunc_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17398,7 +17856,7 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:605) */
+/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:618) */
 
 static void
 leaky_relu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17515,7 +17973,7 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:613) */
+/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:626) */
 
 static void
 leaky_relu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17740,7 +18198,7 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:624) */
+/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:637) */
 
 static void
 elu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -17876,7 +18334,7 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:632) */
+/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:645) */
 
 static void
 elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18147,7 +18605,7 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- silu: self / (1 + exp(-self))   (ops.yaml:643) */
+/* ---- silu: self / (1 + exp(-self))   (ops.yaml:656) */
 
 static void
 silu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18258,7 +18716,7 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isnan: isnan(self)   (ops.yaml:650) */
+/* ---- isnan: isnan(self)   (ops.yaml:663) */
 
 static void
 isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18513,7 +18971,7 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isfinite: isfinite(self)   (ops.yaml:659) */
+/* ---- isfinite: isfinite(self)   (ops.yaml:672) */
 
 static void
 isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -18768,7 +19226,7 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else 0.5 * self * (1 + erf(self * 0.7071067811865476))   (ops.yaml:668) */
+/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else 0.5 * self * (1 + erf(self * 0.7071067811865476))   (ops.yaml:681) */
 
 static void
 gelu_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -19015,7 +19473,7 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (0.5 * (1 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:682) */
+/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (0.5 * (1 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:695) */
 
 static void
 gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -19645,7 +20103,7 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:706) */
+/* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:719) */
 
 static void
 nan_to_num_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20091,7 +20549,7 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:721) */
+/* ---- eq: self == other   (ops.yaml:734) */
 
 static void
 eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20584,7 +21042,7 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:731) */
+/* ---- eq: self == other   (ops.yaml:744) */
 
 static void
 eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -20851,7 +21309,7 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:740) */
+/* ---- lt: self < other   (ops.yaml:753) */
 
 static void
 lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -21344,7 +21802,7 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:750) */
+/* ---- lt: self < other   (ops.yaml:763) */
 
 static void
 lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -21611,7 +22069,7 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:759) */
+/* ---- gt: self > other   (ops.yaml:772) */
 
 static void
 gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -22104,7 +22562,7 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:769) */
+/* ---- gt: self > other   (ops.yaml:782) */
 
 static void
 gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -22371,7 +22829,7 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- where: self if condition else other   (ops.yaml:778) */
+/* ---- where: self if condition else other   (ops.yaml:791) */
 
 static void
 where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -23056,7 +23514,7 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:791) */
+/* ---- ne: self != other   (ops.yaml:804) */
 
 static void
 ne_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -23549,7 +24007,7 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:801) */
+/* ---- ne: self != other   (ops.yaml:814) */
 
 static void
 ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -23816,7 +24274,7 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:810) */
+/* ---- le: self <= other   (ops.yaml:823) */
 
 static void
 le_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -24309,7 +24767,7 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:820) */
+/* ---- le: self <= other   (ops.yaml:833) */
 
 static void
 le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -24576,7 +25034,7 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:829) */
+/* ---- ge: self >= other   (ops.yaml:842) */
 
 static void
 ge_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -25069,7 +25527,7 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:839) */
+/* ---- ge: self >= other   (ops.yaml:852) */
 
 static void
 ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -25336,7 +25794,7 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:848) */
+/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:861) */
 
 static void
 logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -25829,7 +26287,7 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:858) */
+/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:871) */
 
 static void
 logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -26322,7 +26780,7 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:868) */
+/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:881) */
 
 static void
 logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -26815,7 +27273,7 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_not: not self   (ops.yaml:878) */
+/* ---- logical_not: not self   (ops.yaml:891) */
 
 static void
 logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -27070,7 +27528,7 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:887) */
+/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:900) */
 
 static void
 masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -27577,7 +28035,7 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:900) */
+/* ---- masked_fill: value if mask else self   (ops.yaml:913) */
 
 static void
 masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)

@@ -12,7 +12,7 @@
 #endif
 
 /* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
- * from ops.yaml:264; backward from derivatives.yaml:162 */
+ * from ops.yaml:264; backward from derivatives.yaml:166 */
 yt_tensor *
 yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output)
 {
@@ -69,7 +69,7 @@ yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output
 }
 
 /* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
- * from ops.yaml:344; backward from derivatives.yaml:340 */
+ * from ops.yaml:344; backward from derivatives.yaml:344 */
 yt_tensor *
 yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
                   const yt_scalar *max)
@@ -128,7 +128,7 @@ yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
 }
 
 /* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
- * from ops.yaml:358; backward from derivatives.yaml:344 */
+ * from ops.yaml:358; backward from derivatives.yaml:348 */
 yt_tensor *
 yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -217,7 +217,7 @@ yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min
 }
 
 /* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
- * from ops.yaml:372; backward from derivatives.yaml:350 */
+ * from ops.yaml:372; backward from derivatives.yaml:354 */
 yt_tensor *
 yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
                              yt_tensor *max)
@@ -311,7 +311,7 @@ yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
 }
 
 /* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
- * from ops.yaml:385; backward from derivatives.yaml:356 */
+ * from ops.yaml:385; backward from derivatives.yaml:360 */
 yt_tensor *
 yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
                              yt_tensor *max)
@@ -405,7 +405,7 @@ yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
 }
 
 /* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
- * from ops.yaml:398; backward from derivatives.yaml:329 */
+ * from ops.yaml:398; backward from derivatives.yaml:333 */
 yt_tensor *
 yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode)
 {
@@ -449,8 +449,74 @@ yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode)
     return yt__scope_track(result);
 }
 
+/* threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor
+ * from ops.yaml:447; backward from derivatives.yaml:61 */
+yt_tensor *
+yt_threshold_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar threshold)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("threshold_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("threshold_backward", "self"); /* keeps an earlier error */
+    if ((unsigned)threshold.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "threshold_backward: threshold has an invalid scalar kind %d",
+                        (int)threshold.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "threshold_backward: grad_output has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "threshold_backward: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE, "threshold_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    yt_tensor *const promote_tensors[2] = {grad_output, self};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "threshold_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__threshold_backward_kernel_fn kernel = yt__threshold_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "threshold_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *grad_output_k = grad_output->dtype == compute_dtype
+                                   ? grad_output
+                                   : yt__cast_copy(grad_output, compute_dtype);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (grad_output_k == NULL || self_k == NULL) {
+        yt__release_cast(grad_output_k, grad_output);
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, threshold);
+    yt__release_cast(grad_output_k, grad_output);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_threshold_backward(result, grad_output, self, threshold) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
- * from ops.yaml:613; backward from derivatives.yaml:265 */
+ * from ops.yaml:626; backward from derivatives.yaml:269 */
 yt_tensor *
 yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -510,7 +576,7 @@ yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negati
 }
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
- * from ops.yaml:632; backward from derivatives.yaml:272 */
+ * from ops.yaml:645; backward from derivatives.yaml:276 */
 yt_tensor *
 yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
                 yt_tensor *self)
@@ -575,7 +641,7 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
 }
 
 /* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:682; backward from derivatives.yaml:365 */
+ * from ops.yaml:695; backward from derivatives.yaml:369 */
 yt_tensor *
 yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self)
 {
@@ -583,7 +649,7 @@ yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self)
 }
 
 /* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:682; backward from derivatives.yaml:365 */
+ * from ops.yaml:695; backward from derivatives.yaml:369 */
 yt_tensor *
 yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self, const char *approximate)
 {
@@ -646,7 +712,7 @@ yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self, const char *approxi
 }
 
 /* gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor
- * from ops.yaml:698 */
+ * from ops.yaml:711 */
 yt_tensor *
 yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor *self,
                         const char *approximate)
@@ -698,7 +764,7 @@ yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor 
 }
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:1243 */
+ * from ops.yaml:1256 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -738,7 +804,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:1250 */
+ * from ops.yaml:1263 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -773,7 +839,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:1257 */
+ * from ops.yaml:1270 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -808,7 +874,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
 }
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
- * from ops.yaml:1264 */
+ * from ops.yaml:1277 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 {
@@ -821,7 +887,7 @@ yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1271 */
+ * from ops.yaml:1284 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -864,7 +930,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:1278 */
+ * from ops.yaml:1291 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -902,7 +968,7 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
 }
 
 /* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1285 */
+ * from ops.yaml:1298 */
 yt_tensor *
 yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                       int dim_len, bool keepdim)
@@ -943,7 +1009,7 @@ yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const
 }
 
 /* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
- * from ops.yaml:1292 */
+ * from ops.yaml:1305 */
 yt_tensor *
 yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
                 int64_t correction, bool keepdim)
@@ -974,7 +1040,7 @@ yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_le
 }
 
 /* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
- * from ops.yaml:1299 */
+ * from ops.yaml:1312 */
 yt_tensor *
 yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                 int dim_len, int64_t correction, bool keepdim)
@@ -1015,7 +1081,7 @@ yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1499 */
+ * from ops.yaml:1512 */
 yt_tensor *
 yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 {
@@ -1023,7 +1089,7 @@ yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1499 */
+ * from ops.yaml:1512 */
 yt_tensor *
 yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_scalar alpha)
 {
@@ -1082,7 +1148,7 @@ yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_sca
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:1520 */
+ * from ops.yaml:1533 */
 yt_tensor *
 yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -1090,7 +1156,7 @@ yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:1520 */
+ * from ops.yaml:1533 */
 yt_tensor *
 yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_scalar alpha)
 {
@@ -1149,7 +1215,7 @@ yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_sca
 }
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
- * from ops.yaml:1788 */
+ * from ops.yaml:1801 */
 yt_tensor *
 yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
                  int dims_len)
@@ -1171,7 +1237,7 @@ yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const i
 }
 
 /* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
- * from ops.yaml:1862 */
+ * from ops.yaml:1875 */
 int64_t
 yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
                 yt_tensor **out, int64_t out_capacity)
@@ -1207,7 +1273,7 @@ yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int ten
 }
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:1954 */
+ * from ops.yaml:1967 */
 yt_tensor *
 yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                          int64_t dim, yt_tensor *index)
@@ -1237,7 +1303,7 @@ yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_si
 }
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:2005 */
+ * from ops.yaml:2018 */
 yt_tensor *
 yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
                    yt_tensor *index)
@@ -1266,7 +1332,7 @@ yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_le
 }
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:2027 */
+ * from ops.yaml:2040 */
 yt_tensor *
 yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
                         yt_tensor *index)
@@ -1295,7 +1361,7 @@ yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2081; backward from derivatives.yaml:498 */
+ * from ops.yaml:2094; backward from derivatives.yaml:502 */
 yt_tensor *
 yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
                             int64_t padding_idx, bool scale_grad_by_freq)
@@ -1343,7 +1409,7 @@ yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t 
 }
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2093 */
+ * from ops.yaml:2106 */
 yt_tensor *
 yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
                              int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
@@ -1375,7 +1441,7 @@ yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t 
 }
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2101 */
+ * from ops.yaml:2114 */
 yt_tensor *
 yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
                                    bool scale_grad_by_freq)
@@ -1402,7 +1468,7 @@ yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t 
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * from ops.yaml:2290; backward from derivatives.yaml:528 */
+ * from ops.yaml:2303; backward from derivatives.yaml:532 */
 yt_tensor *
 yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
                        int kernel_size_len, const int64_t *stride, int stride_len,
@@ -1479,7 +1545,7 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:2303; backward from derivatives.yaml:532 */
+ * from ops.yaml:2316; backward from derivatives.yaml:536 */
 yt_tensor *
 yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
                                 int output_size_len)
@@ -1544,7 +1610,7 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * from ops.yaml:2315; backward from derivatives.yaml:536 */
+ * from ops.yaml:2328; backward from derivatives.yaml:540 */
 yt_tensor *
 yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
                                     const int64_t *kernel_size, int kernel_size_len,
@@ -1643,7 +1709,7 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * from ops.yaml:2325; backward from derivatives.yaml:540 */
+ * from ops.yaml:2338; backward from derivatives.yaml:544 */
 yt_tensor *
 yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 {
@@ -1690,7 +1756,7 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * from ops.yaml:2334; backward from derivatives.yaml:543 */
+ * from ops.yaml:2347; backward from derivatives.yaml:547 */
 yt_tensor *
 yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
                             yt_tensor *indices)
@@ -1745,7 +1811,7 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:2445; backward from derivatives.yaml:551 */
+ * from ops.yaml:2458; backward from derivatives.yaml:555 */
 yt_tensor *
 yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
                          int input_size_len, const int64_t *stride, int stride_len,
@@ -1826,7 +1892,7 @@ yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:2458; backward from derivatives.yaml:555 */
+ * from ops.yaml:2471; backward from derivatives.yaml:559 */
 yt_tensor *
 yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
                           int weight_size_len, const int64_t *stride, int stride_len,
@@ -1907,7 +1973,7 @@ yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_
 }
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
- * from ops.yaml:2471 */
+ * from ops.yaml:2484 */
 yt_tensor *
 yt_conv2d_backward_bias(yt_tensor *grad_output)
 {
@@ -1930,7 +1996,7 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2698; backward from derivatives.yaml:578 */
+ * from ops.yaml:2711; backward from derivatives.yaml:590 */
 yt_tensor *
 yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                            double eps)
@@ -2000,7 +2066,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * from ops.yaml:2709; backward from derivatives.yaml:583 */
+ * from ops.yaml:2722; backward from derivatives.yaml:595 */
 yt_tensor *
 yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
 {
@@ -2058,7 +2124,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2721; backward from derivatives.yaml:587 */
+ * from ops.yaml:2734; backward from derivatives.yaml:599 */
 yt_tensor *
 yt_row_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2097,8 +2163,97 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
     return yt__scope_track(result);
 }
 
+/* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
+ * from ops.yaml:2745 */
+yt_status
+yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
+                     double eps, bool input_grad, bool weight_grad, bool bias_grad,
+                     yt_tensor **d_input, yt_tensor **d_weight, yt_tensor **d_bias)
+{
+    if (d_input == NULL || d_weight == NULL || d_bias == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "row_norm_backward: d_input and d_weight and d_bias must be non-NULL pointers to receive the results");
+    *d_input = NULL;
+    *d_weight = NULL;
+    *d_bias = NULL;
+    if (grad_out == NULL)
+        return yt__null_status("row_norm_backward", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_status("row_norm_backward", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "row_norm_backward: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "row_norm_backward: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "row_norm_backward: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "row_norm_backward: input is on %s but grad_out is on %s",
+                               yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (weight != NULL && weight->device != grad_out->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "row_norm_backward: weight is on %s but grad_out is on %s",
+                               yt_device_name(weight->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "row_norm_backward: input has dtype %s but grad_out has dtype %s",
+                               yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    if (weight != NULL && weight->dtype != grad_out->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "row_norm_backward: weight has dtype %s but grad_out has dtype %s",
+                               yt_dtype_name(weight->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype d_input_dtype = compute_dtype;
+    yt_dtype d_weight_dtype = compute_dtype;
+    yt_dtype d_bias_dtype = compute_dtype;
+    if (!(input->dim == 4))
+        return yt__fail_status(YT_ERR_SHAPE, "row_norm_backward: input must be 4-D, got %d-D",
+                               input->dim);
+    yt_shape d_input_shape;
+    yt__shape_of(&d_input_shape, grad_out);
+    yt_shape d_weight_shape;
+    d_weight_shape.dim = 2;
+    d_weight_shape.sizes[0] = input->sizes[1];
+    d_weight_shape.sizes[1] = input->sizes[2];
+    yt_shape d_bias_shape;
+    d_bias_shape.dim = 2;
+    d_bias_shape.sizes[0] = input->sizes[1];
+    d_bias_shape.sizes[1] = input->sizes[2];
+    yt_device result_device = grad_out->device;
+    yt__row_norm_backward_kernel_fn kernel = yt__row_norm_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "row_norm_backward: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *new_d_input = yt__empty(&d_input_shape, d_input_dtype, result_device);
+    yt_tensor *new_d_weight =
+        new_d_input == NULL ? NULL : yt__empty(&d_weight_shape, d_weight_dtype, result_device);
+    yt_tensor *new_d_bias =
+        new_d_weight == NULL ? NULL : yt__empty(&d_bias_shape, d_bias_dtype, result_device);
+    yt_status status = new_d_bias == NULL
+                           ? yt_errcode()
+                           : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
+                                    center, eps, input_grad, weight_grad, bias_grad);
+    if (status != YT_OK) {
+        yt_release(new_d_input);
+        yt_release(new_d_weight);
+        yt_release(new_d_bias);
+        return status;
+    }
+    *d_input = yt__scope_track(new_d_input);
+    *d_weight = yt__scope_track(new_d_weight);
+    *d_bias = yt__scope_track(new_d_bias);
+    return YT_OK;
+}
+
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2732 */
+ * from ops.yaml:2757 */
 yt_tensor *
 yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                   yt_tensor *weight, bool center, double eps)
@@ -2166,7 +2321,7 @@ yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tenso
 }
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2743 */
+ * from ops.yaml:2768 */
 yt_tensor *
 yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                      bool center, double eps)
@@ -2222,7 +2377,7 @@ yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tenso
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2754; backward from derivatives.yaml:593 */
+ * from ops.yaml:2779; backward from derivatives.yaml:605 */
 yt_tensor *
 yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
 {
@@ -2292,7 +2447,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * from ops.yaml:2765; backward from derivatives.yaml:598 */
+ * from ops.yaml:2790; backward from derivatives.yaml:610 */
 yt_tensor *
 yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 {
@@ -2349,7 +2504,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2777; backward from derivatives.yaml:590 */
+ * from ops.yaml:2802; backward from derivatives.yaml:602 */
 yt_tensor *
 yt_batch_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2389,8 +2544,96 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
     return yt__scope_track(result);
 }
 
+/* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
+ * from ops.yaml:2813 */
+yt_status
+yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps,
+                       bool input_grad, bool weight_grad, bool bias_grad, yt_tensor **d_input,
+                       yt_tensor **d_weight, yt_tensor **d_bias)
+{
+    if (d_input == NULL || d_weight == NULL || d_bias == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "batch_norm_backward: d_input and d_weight and d_bias must be non-NULL pointers to receive the results");
+    *d_input = NULL;
+    *d_weight = NULL;
+    *d_bias = NULL;
+    if (grad_out == NULL)
+        return yt__null_status("batch_norm_backward", "grad_out"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_status("batch_norm_backward", "input"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_out->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "batch_norm_backward: grad_out has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_out->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "batch_norm_backward: input has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE, "batch_norm_backward: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (input->device != grad_out->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "batch_norm_backward: input is on %s but grad_out is on %s",
+                               yt_device_name(input->device), yt_device_name(grad_out->device));
+    if (weight != NULL && weight->device != grad_out->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "batch_norm_backward: weight is on %s but grad_out is on %s",
+                               yt_device_name(weight->device), yt_device_name(grad_out->device));
+    if (input->dtype != grad_out->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "batch_norm_backward: input has dtype %s but grad_out has dtype %s",
+                               yt_dtype_name(input->dtype), yt_dtype_name(grad_out->dtype));
+    if (weight != NULL && weight->dtype != grad_out->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "batch_norm_backward: weight has dtype %s but grad_out has dtype %s",
+                               yt_dtype_name(weight->dtype), yt_dtype_name(grad_out->dtype));
+    yt_dtype compute_dtype = grad_out->dtype;
+    yt_dtype d_input_dtype = compute_dtype;
+    yt_dtype d_weight_dtype = compute_dtype;
+    yt_dtype d_bias_dtype = compute_dtype;
+    if (!(input->dim >= 2))
+        return yt__fail_status(
+            YT_ERR_SHAPE, "batch_norm_backward: input must be at least 2-D, got %d-D", input->dim);
+    yt_shape d_input_shape;
+    yt__shape_of(&d_input_shape, grad_out);
+    yt_shape d_weight_shape;
+    d_weight_shape.dim = 1;
+    d_weight_shape.sizes[0] = input->sizes[1];
+    yt_shape d_bias_shape;
+    d_bias_shape.dim = 1;
+    d_bias_shape.sizes[0] = input->sizes[1];
+    yt_device result_device = grad_out->device;
+    yt__batch_norm_backward_kernel_fn kernel = yt__batch_norm_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "batch_norm_backward: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *new_d_input = yt__empty(&d_input_shape, d_input_dtype, result_device);
+    yt_tensor *new_d_weight =
+        new_d_input == NULL ? NULL : yt__empty(&d_weight_shape, d_weight_dtype, result_device);
+    yt_tensor *new_d_bias =
+        new_d_weight == NULL ? NULL : yt__empty(&d_bias_shape, d_bias_dtype, result_device);
+    yt_status status = new_d_bias == NULL
+                           ? yt_errcode()
+                           : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
+                                    eps, input_grad, weight_grad, bias_grad);
+    if (status != YT_OK) {
+        yt_release(new_d_input);
+        yt_release(new_d_weight);
+        yt_release(new_d_bias);
+        return status;
+    }
+    *d_input = yt__scope_track(new_d_input);
+    *d_weight = yt__scope_track(new_d_weight);
+    *d_bias = yt__scope_track(new_d_bias);
+    return YT_OK;
+}
+
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
- * from ops.yaml:2788 */
+ * from ops.yaml:2825 */
 yt_tensor *
 yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len)
 {
@@ -2422,7 +2665,7 @@ yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int 
 }
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2800 */
+ * from ops.yaml:2837 */
 yt_tensor *
 yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                     yt_tensor *weight, double eps)
@@ -2495,7 +2738,7 @@ yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_ten
 }
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2811 */
+ * from ops.yaml:2848 */
 yt_tensor *
 yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                        double eps)
@@ -2550,7 +2793,7 @@ yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_ten
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2861; backward from derivatives.yaml:611 */
+ * from ops.yaml:2898; backward from derivatives.yaml:623 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2606,7 +2849,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2878; backward from derivatives.yaml:615 */
+ * from ops.yaml:2915; backward from derivatives.yaml:627 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2668,7 +2911,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2895 */
+ * from ops.yaml:2932 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2706,7 +2949,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2903 */
+ * from ops.yaml:2940 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -2748,7 +2991,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:2911 */
+ * from ops.yaml:2948 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -2779,7 +3022,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:3099 */
+ * from ops.yaml:3136 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -2850,8 +3093,178 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
     return yt__scope_track(result);
 }
 
+/* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
+ * from ops.yaml:3200 */
+yt_status
+yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor *query,
+                                              yt_tensor *key, yt_tensor *value, yt_tensor *attn,
+                                              double scale, bool query_grad, bool key_grad,
+                                              bool value_grad, yt_tensor **d_query,
+                                              yt_tensor **d_key, yt_tensor **d_value)
+{
+    if (d_query == NULL || d_key == NULL || d_value == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "scaled_dot_product_attention_math_backward: d_query and d_key and d_value must be non-NULL pointers to receive the results");
+    *d_query = NULL;
+    *d_key = NULL;
+    *d_value = NULL;
+    if (grad_output == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "grad_output"); /* keeps an earlier error */
+    if (query == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "query"); /* keeps an earlier error */
+    if (key == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "key"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "value"); /* keeps an earlier error */
+    if (attn == NULL)
+        return yt__null_status("scaled_dot_product_attention_math_backward",
+                               "attn"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(query->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: query has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(query->dtype));
+    if (!(YT_DTYPE_BIT(key->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: key has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(key->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (!(YT_DTYPE_BIT(attn->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: attn has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(attn->dtype));
+    if (query->device != grad_output->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE,
+            "scaled_dot_product_attention_math_backward: query is on %s but grad_output is on %s",
+            yt_device_name(query->device), yt_device_name(grad_output->device));
+    if (key->device != grad_output->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE,
+            "scaled_dot_product_attention_math_backward: key is on %s but grad_output is on %s",
+            yt_device_name(key->device), yt_device_name(grad_output->device));
+    if (value->device != grad_output->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE,
+            "scaled_dot_product_attention_math_backward: value is on %s but grad_output is on %s",
+            yt_device_name(value->device), yt_device_name(grad_output->device));
+    if (attn->device != grad_output->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE,
+            "scaled_dot_product_attention_math_backward: attn is on %s but grad_output is on %s",
+            yt_device_name(attn->device), yt_device_name(grad_output->device));
+    if (query->dtype != grad_output->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: query has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(query->dtype), yt_dtype_name(grad_output->dtype));
+    if (key->dtype != grad_output->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: key has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(key->dtype), yt_dtype_name(grad_output->dtype));
+    if (value->dtype != grad_output->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: value has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(value->dtype), yt_dtype_name(grad_output->dtype));
+    if (attn->dtype != grad_output->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math_backward: attn has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(attn->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype d_query_dtype = compute_dtype;
+    yt_dtype d_key_dtype = compute_dtype;
+    yt_dtype d_value_dtype = compute_dtype;
+    if (!(query->dim >= 2))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math_backward: query must be at least 2-D, got %d-D",
+            query->dim);
+    if (!((key->dim == query->dim && value->dim == query->dim && attn->dim == query->dim &&
+           grad_output->dim == query->dim)))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math_backward: expected key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim, got key.dim=%d, query.dim=%d, value.dim=%d, attn.dim=%d, grad_output.dim=%d",
+            key->dim, query->dim, value->dim, attn->dim, grad_output->dim);
+    yt_shape d_query_shape;
+    if (yt__shape_like(&d_query_shape, "scaled_dot_product_attention_math_backward", query) !=
+        YT_OK)
+        return yt_errcode();
+    yt_shape d_key_shape;
+    if (yt__shape_like(&d_key_shape, "scaled_dot_product_attention_math_backward", key) != YT_OK)
+        return yt_errcode();
+    yt_shape d_value_shape;
+    if (yt__shape_like(&d_value_shape, "scaled_dot_product_attention_math_backward", value) !=
+        YT_OK)
+        return yt_errcode();
+    yt_device result_device = grad_output->device;
+    yt__scaled_dot_product_attention_math_backward_kernel_fn kernel =
+        yt__scaled_dot_product_attention_math_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "scaled_dot_product_attention_math_backward: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *new_d_query = yt__empty(&d_query_shape, d_query_dtype, result_device);
+    yt_tensor *new_d_key =
+        new_d_query == NULL ? NULL : yt__empty(&d_key_shape, d_key_dtype, result_device);
+    yt_tensor *new_d_value =
+        new_d_key == NULL ? NULL : yt__empty(&d_value_shape, d_value_dtype, result_device);
+    yt_status status = new_d_value == NULL
+                           ? yt_errcode()
+                           : kernel(new_d_query, new_d_key, new_d_value, grad_output, query, key,
+                                    value, attn, scale, query_grad, key_grad, value_grad);
+    if (status != YT_OK) {
+        yt_release(new_d_query);
+        yt_release(new_d_key);
+        yt_release(new_d_value);
+        return status;
+    }
+    *d_query = yt__scope_track(new_d_query);
+    *d_key = yt__scope_track(new_d_key);
+    *d_value = yt__scope_track(new_d_value);
+    return YT_OK;
+}
+
+/* maybe_multiply(Tensor self, Scalar other) -> Tensor
+ * from ops.yaml:3460 */
+yt_tensor *
+yt_maybe_multiply(yt_tensor *self, yt_scalar other)
+{
+    if (self == NULL)
+        return yt__null_arg("maybe_multiply", "self"); /* keeps an earlier error */
+    if ((unsigned)other.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "maybe_multiply: other has an invalid scalar kind %d",
+                        (int)other.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "maybe_multiply: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_maybe_multiply(self, other);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:3385 */
+ * from ops.yaml:3471 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -2871,7 +3284,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3396 */
+ * from ops.yaml:3482 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -2893,7 +3306,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3403 */
+ * from ops.yaml:3489 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -2919,7 +3332,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3410 */
+ * from ops.yaml:3496 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -2959,7 +3372,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:3417 */
+ * from ops.yaml:3503 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -2976,7 +3389,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:3424 */
+ * from ops.yaml:3510 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -3005,7 +3418,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:3431 */
+ * from ops.yaml:3517 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -3040,7 +3453,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:3438 */
+ * from ops.yaml:3524 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -3085,7 +3498,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:3445; backward from derivatives.yaml:150 */
+ * from ops.yaml:3531; backward from derivatives.yaml:154 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -3127,7 +3540,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:3453; backward from derivatives.yaml:153 */
+ * from ops.yaml:3539; backward from derivatives.yaml:157 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -12,7 +12,7 @@
 #endif
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1308; backward from derivatives.yaml:113 */
+ * from ops.yaml:1321; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_mm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -65,7 +65,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1308; backward from derivatives.yaml:113 */
+ * from ops.yaml:1321; backward from derivatives.yaml:117 */
 yt_status
 yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -133,7 +133,7 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:1329 */
+ * from ops.yaml:1342 */
 yt_tensor *
 yt_matmul(yt_tensor *self, yt_tensor *other)
 {
@@ -164,7 +164,7 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1354; backward from derivatives.yaml:435 */
+ * from ops.yaml:1367; backward from derivatives.yaml:439 */
 yt_tensor *
 yt_bmm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -222,7 +222,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1354; backward from derivatives.yaml:435 */
+ * from ops.yaml:1367; backward from derivatives.yaml:439 */
 yt_status
 yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -295,7 +295,7 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1377; backward from derivatives.yaml:439 */
+ * from ops.yaml:1390; backward from derivatives.yaml:443 */
 yt_tensor *
 yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -303,7 +303,7 @@ yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1377; backward from derivatives.yaml:439 */
+ * from ops.yaml:1390; backward from derivatives.yaml:443 */
 yt_tensor *
 yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, yt_scalar alpha)
 {
@@ -388,7 +388,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1377; backward from derivatives.yaml:439 */
+ * from ops.yaml:1390; backward from derivatives.yaml:443 */
 yt_status
 yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -396,7 +396,7 @@ yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1377; backward from derivatives.yaml:439 */
+ * from ops.yaml:1390; backward from derivatives.yaml:443 */
 yt_status
 yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
                 yt_scalar alpha)
@@ -499,7 +499,7 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1405; backward from derivatives.yaml:444 */
+ * from ops.yaml:1418; backward from derivatives.yaml:448 */
 yt_tensor *
 yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -507,7 +507,7 @@ yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1405; backward from derivatives.yaml:444 */
+ * from ops.yaml:1418; backward from derivatives.yaml:448 */
 yt_tensor *
 yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar beta,
               yt_scalar alpha)
@@ -605,7 +605,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1405; backward from derivatives.yaml:444 */
+ * from ops.yaml:1418; backward from derivatives.yaml:448 */
 yt_status
 yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -613,7 +613,7 @@ yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *ba
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1405; backward from derivatives.yaml:444 */
+ * from ops.yaml:1418; backward from derivatives.yaml:448 */
 yt_status
 yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
                   yt_scalar beta, yt_scalar alpha)
@@ -731,7 +731,7 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
 }
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
- * from ops.yaml:1437 */
+ * from ops.yaml:1450 */
 yt_tensor *
 yt_dot(yt_tensor *self, yt_tensor *tensor)
 {
@@ -765,7 +765,7 @@ yt_dot(yt_tensor *self, yt_tensor *tensor)
 }
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
- * from ops.yaml:1456 */
+ * from ops.yaml:1469 */
 yt_tensor *
 yt_outer(yt_tensor *self, yt_tensor *vec2)
 {
@@ -796,7 +796,7 @@ yt_outer(yt_tensor *self, yt_tensor *vec2)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1473 */
+ * from ops.yaml:1486 */
 yt_tensor *
 yt_linear(yt_tensor *input, yt_tensor *weight)
 {
@@ -804,7 +804,7 @@ yt_linear(yt_tensor *input, yt_tensor *weight)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1473 */
+ * from ops.yaml:1486 */
 yt_tensor *
 yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
 {

@@ -12,7 +12,7 @@
 #endif
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * from ops.yaml:2252; backward from derivatives.yaml:522 */
+ * from ops.yaml:2265; backward from derivatives.yaml:526 */
 yt_tensor *
 yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 {
@@ -21,7 +21,7 @@ yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * from ops.yaml:2252; backward from derivatives.yaml:522 */
+ * from ops.yaml:2265; backward from derivatives.yaml:526 */
 yt_tensor *
 yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
@@ -87,7 +87,7 @@ yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:2271; backward from derivatives.yaml:525 */
+ * from ops.yaml:2284; backward from derivatives.yaml:529 */
 yt_tensor *
 yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_size_len)
 {
@@ -141,7 +141,7 @@ yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_s
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2343; backward from derivatives.yaml:546 */
+ * from ops.yaml:2356; backward from derivatives.yaml:550 */
 yt_tensor *
 yt_conv2d(yt_tensor *input, yt_tensor *weight)
 {
@@ -149,7 +149,7 @@ yt_conv2d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2343; backward from derivatives.yaml:546 */
+ * from ops.yaml:2356; backward from derivatives.yaml:550 */
 yt_tensor *
 yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
              int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -232,7 +232,7 @@ yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
 }
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2367 */
+ * from ops.yaml:2380 */
 yt_tensor *
 yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
 {
@@ -240,7 +240,7 @@ yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2367 */
+ * from ops.yaml:2380 */
 yt_tensor *
 yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                      int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
@@ -302,7 +302,7 @@ yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
 }
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2386 */
+ * from ops.yaml:2399 */
 yt_tensor *
 yt_conv1d(yt_tensor *input, yt_tensor *weight)
 {
@@ -310,7 +310,7 @@ yt_conv1d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2386 */
+ * from ops.yaml:2399 */
 yt_tensor *
 yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
              int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -372,7 +372,7 @@ yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
 }
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2406 */
+ * from ops.yaml:2419 */
 yt_tensor *
 yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
 {
@@ -380,7 +380,7 @@ yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2406 */
+ * from ops.yaml:2419 */
 yt_tensor *
 yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                      int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
@@ -442,7 +442,7 @@ yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
 }
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
- * from ops.yaml:2423 */
+ * from ops.yaml:2436 */
 yt_tensor *
 yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
 {
@@ -450,7 +450,7 @@ yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
- * from ops.yaml:2423 */
+ * from ops.yaml:2436 */
 yt_tensor *
 yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                        int stride_len, const int64_t *padding, int padding_len,
@@ -527,7 +527,7 @@ yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, con
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2485; backward from derivatives.yaml:559 */
+ * from ops.yaml:2498; backward from derivatives.yaml:563 */
 yt_status
 yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                            yt_tensor **values, yt_tensor **indices)
@@ -537,7 +537,7 @@ yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kern
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2485; backward from derivatives.yaml:559 */
+ * from ops.yaml:2498; backward from derivatives.yaml:563 */
 yt_status
 yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                               const int64_t *stride, int stride_len, const int64_t *padding,
@@ -626,7 +626,7 @@ yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int k
 }
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
- * from ops.yaml:2505 */
+ * from ops.yaml:2518 */
 yt_tensor *
 yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 {
@@ -634,7 +634,7 @@ yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 }
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
- * from ops.yaml:2505 */
+ * from ops.yaml:2518 */
 yt_tensor *
 yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
@@ -681,7 +681,7 @@ yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
 }
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
- * from ops.yaml:2525 */
+ * from ops.yaml:2538 */
 yt_tensor *
 yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
 {
@@ -689,7 +689,7 @@ yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_
 }
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
- * from ops.yaml:2525 */
+ * from ops.yaml:2538 */
 yt_tensor *
 yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
                  yt_tensor *weight, yt_tensor *bias, double eps, bool cudnn_enable)
@@ -751,7 +751,7 @@ yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normaliz
 }
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
- * from ops.yaml:2548 */
+ * from ops.yaml:2561 */
 yt_tensor *
 yt_group_norm(yt_tensor *input, int64_t num_groups)
 {
@@ -759,7 +759,7 @@ yt_group_norm(yt_tensor *input, int64_t num_groups)
 }
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
- * from ops.yaml:2548 */
+ * from ops.yaml:2561 */
 yt_tensor *
 yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_tensor *bias,
                  double eps, bool cudnn_enabled)
@@ -815,7 +815,7 @@ yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_ten
 }
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
- * from ops.yaml:2578 */
+ * from ops.yaml:2591 */
 yt_tensor *
 yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
 {
@@ -823,7 +823,7 @@ yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_sh
 }
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
- * from ops.yaml:2578 */
+ * from ops.yaml:2591 */
 yt_tensor *
 yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
                yt_tensor *weight, const double *eps)
@@ -870,7 +870,7 @@ yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized
 }
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
- * from ops.yaml:2599 */
+ * from ops.yaml:2612 */
 yt_tensor *
 yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *running_mean,
               yt_tensor *running_var, bool training, double momentum, double eps,
@@ -959,7 +959,7 @@ yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *r
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * from ops.yaml:2638; backward from derivatives.yaml:566 */
+ * from ops.yaml:2651; backward from derivatives.yaml:570 */
 yt_tensor *
 yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, double eps)
 {
@@ -1034,7 +1034,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * from ops.yaml:2665; backward from derivatives.yaml:571 */
+ * from ops.yaml:2678; backward from derivatives.yaml:576 */
 yt_tensor *
 yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                        yt_tensor *running_mean, yt_tensor *running_var, double momentum, double eps)
@@ -1154,7 +1154,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2922 */
+ * from ops.yaml:2959 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -1162,7 +1162,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2922 */
+ * from ops.yaml:2959 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
@@ -1178,7 +1178,7 @@ yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3110 */
+ * from ops.yaml:3147 */
 yt_tensor *
 yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
 {
@@ -1186,7 +1186,7 @@ yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *val
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3110 */
+ * from ops.yaml:3147 */
 yt_tensor *
 yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                    yt_tensor *attn_mask, double dropout_p, bool is_causal,
@@ -1260,4 +1260,115 @@ yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *
                                                                    dropout_p, is_causal, generator);
     yt__scope_resume();
     return yt__scope_track(result);
+}
+
+/* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
+ * from ops.yaml:3176; backward from derivatives.yaml:652 */
+yt_status
+yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor *value,
+                                     double scale, yt_tensor **output, yt_tensor **attn)
+{
+    if (output == NULL || attn == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "scaled_dot_product_attention_math: output and attn must be non-NULL pointers to receive the results");
+    *output = NULL;
+    *attn = NULL;
+    if (query == NULL)
+        return yt__null_status("scaled_dot_product_attention_math",
+                               "query"); /* keeps an earlier error */
+    if (key == NULL)
+        return yt__null_status("scaled_dot_product_attention_math",
+                               "key"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_status("scaled_dot_product_attention_math",
+                               "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(query->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: query has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(query->dtype));
+    if (!(YT_DTYPE_BIT(key->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: key has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(key->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (key->device != query->device)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "scaled_dot_product_attention_math: key is on %s but query is on %s",
+                               yt_device_name(key->device), yt_device_name(query->device));
+    if (value->device != query->device)
+        return yt__fail_status(
+            YT_ERR_DEVICE, "scaled_dot_product_attention_math: value is on %s but query is on %s",
+            yt_device_name(value->device), yt_device_name(query->device));
+    if (key->dtype != query->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: key has dtype %s but query has dtype %s",
+            yt_dtype_name(key->dtype), yt_dtype_name(query->dtype));
+    if (value->dtype != query->dtype)
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "scaled_dot_product_attention_math: value has dtype %s but query has dtype %s",
+            yt_dtype_name(value->dtype), yt_dtype_name(query->dtype));
+    yt_dtype compute_dtype = query->dtype;
+    yt_dtype output_dtype = compute_dtype;
+    yt_dtype attn_dtype = compute_dtype;
+    if (!(query->dim >= 2))
+        return yt__fail_status(
+            YT_ERR_SHAPE, "scaled_dot_product_attention_math: query must be at least 2-D, got %d-D",
+            query->dim);
+    if (!((key->dim == query->dim && value->dim == query->dim)))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math: expected key.dim == query.dim and value.dim == query.dim, got key.dim=%d, query.dim=%d, value.dim=%d",
+            key->dim, query->dim, value->dim);
+    if (!(key->sizes[key->dim - 1] == query->sizes[query->dim - 1]))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math: key.size(-1)=%lld does not match query.size(-1)=%lld",
+            (long long)key->sizes[key->dim - 1], (long long)query->sizes[query->dim - 1]);
+    if (!(value->sizes[value->dim - 2] == key->sizes[key->dim - 2]))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "scaled_dot_product_attention_math: value.size(-2)=%lld does not match key.size(-2)=%lld",
+            (long long)value->sizes[value->dim - 2], (long long)key->sizes[key->dim - 2]);
+    yt_shape output_shape;
+    if (yt__shape_attention_output(&output_shape, "scaled_dot_product_attention_math", query, key,
+                                   value) != YT_OK)
+        return yt_errcode();
+    yt_shape attn_shape;
+    if (yt__shape_attention_weights(&attn_shape, "scaled_dot_product_attention_math", query, key,
+                                    value) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = query->device;
+    yt__scaled_dot_product_attention_math_kernel_fn kernel =
+        yt__scaled_dot_product_attention_math_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE,
+                               "scaled_dot_product_attention_math: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {query, key, value};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *new_output = yt__empty(&output_shape, output_dtype, result_device);
+    yt_tensor *new_attn =
+        new_output == NULL ? NULL : yt__empty(&attn_shape, attn_dtype, result_device);
+    yt_status status =
+        new_attn == NULL ? yt_errcode() : kernel(new_output, new_attn, query, key, value, scale);
+    if (status == YT_OK && recording)
+        status = yt__record_scaled_dot_product_attention_math(new_output, new_attn, query, key,
+                                                              value, scale);
+    if (status != YT_OK) {
+        yt_release(new_output);
+        yt_release(new_attn);
+        return status;
+    }
+    *output = yt__scope_track(new_output);
+    *attn = yt__scope_track(new_attn);
+    return YT_OK;
 }

@@ -2032,7 +2032,7 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * from ops.yaml:118; backward from derivatives.yaml:159 */
+ * from ops.yaml:118; backward from derivatives.yaml:163 */
 yt_tensor *
 yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
 {
@@ -2073,7 +2073,7 @@ yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * from ops.yaml:118; backward from derivatives.yaml:159 */
+ * from ops.yaml:118; backward from derivatives.yaml:163 */
 yt_status
 yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 {
@@ -2126,7 +2126,7 @@ yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:132; backward from derivatives.yaml:166 */
+ * from ops.yaml:132; backward from derivatives.yaml:170 */
 yt_tensor *
 yt_maximum(yt_tensor *self, yt_tensor *other)
 {
@@ -2177,7 +2177,7 @@ yt_maximum(yt_tensor *self, yt_tensor *other)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:132; backward from derivatives.yaml:166 */
+ * from ops.yaml:132; backward from derivatives.yaml:170 */
 yt_status
 yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2239,7 +2239,7 @@ yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:141; backward from derivatives.yaml:170 */
+ * from ops.yaml:141; backward from derivatives.yaml:174 */
 yt_tensor *
 yt_minimum(yt_tensor *self, yt_tensor *other)
 {
@@ -2290,7 +2290,7 @@ yt_minimum(yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:141; backward from derivatives.yaml:170 */
+ * from ops.yaml:141; backward from derivatives.yaml:174 */
 yt_status
 yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2352,7 +2352,7 @@ yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:150; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:178 */
 yt_tensor *
 yt_clamp_min(yt_tensor *self, yt_scalar min)
 {
@@ -2398,7 +2398,7 @@ yt_clamp_min(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:150; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:178 */
 yt_status
 yt_clamp_min_(yt_tensor *self, yt_scalar min)
 {
@@ -2459,7 +2459,7 @@ yt_clamp_min_(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:150; backward from derivatives.yaml:174 */
+ * from ops.yaml:150; backward from derivatives.yaml:178 */
 yt_status
 yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 {
@@ -2517,7 +2517,7 @@ yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:158; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:181 */
 yt_tensor *
 yt_clamp_max(yt_tensor *self, yt_scalar max)
 {
@@ -2563,7 +2563,7 @@ yt_clamp_max(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:158; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:181 */
 yt_status
 yt_clamp_max_(yt_tensor *self, yt_scalar max)
 {
@@ -2624,7 +2624,7 @@ yt_clamp_max_(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:158; backward from derivatives.yaml:177 */
+ * from ops.yaml:158; backward from derivatives.yaml:181 */
 yt_status
 yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 {
@@ -2682,7 +2682,7 @@ yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:166; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:184 */
 yt_tensor *
 yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 {
@@ -2742,7 +2742,7 @@ yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:166; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:184 */
 yt_status
 yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 {
@@ -2818,7 +2818,7 @@ yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:166; backward from derivatives.yaml:180 */
+ * from ops.yaml:166; backward from derivatives.yaml:184 */
 yt_status
 yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 {
@@ -2889,7 +2889,7 @@ yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:175; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:188 */
 yt_tensor *
 yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 {
@@ -2949,7 +2949,7 @@ yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:175; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:188 */
 yt_status
 yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 {
@@ -3025,7 +3025,7 @@ yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:175; backward from derivatives.yaml:184 */
+ * from ops.yaml:175; backward from derivatives.yaml:188 */
 yt_status
 yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 {
@@ -3096,7 +3096,7 @@ yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:184; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:192 */
 yt_tensor *
 yt_remainder(yt_tensor *self, yt_tensor *other)
 {
@@ -3157,7 +3157,7 @@ yt_remainder(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:184; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:192 */
 yt_status
 yt_remainder_(yt_tensor *self, yt_tensor *other)
 {
@@ -3234,7 +3234,7 @@ yt_remainder_(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:184; backward from derivatives.yaml:188 */
+ * from ops.yaml:184; backward from derivatives.yaml:192 */
 yt_status
 yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3306,7 +3306,7 @@ yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:194; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:196 */
 yt_tensor *
 yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3352,7 +3352,7 @@ yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:194; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:196 */
 yt_status
 yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 {
@@ -3405,7 +3405,7 @@ yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:194; backward from derivatives.yaml:192 */
+ * from ops.yaml:194; backward from derivatives.yaml:196 */
 yt_status
 yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3652,7 +3652,7 @@ yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:212; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:202 */
 yt_tensor *
 yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3703,7 +3703,7 @@ yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:212; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:202 */
 yt_status
 yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3763,7 +3763,7 @@ yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:212; backward from derivatives.yaml:198 */
+ * from ops.yaml:212; backward from derivatives.yaml:202 */
 yt_status
 yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3827,7 +3827,7 @@ yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:221; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:206 */
 yt_tensor *
 yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3886,7 +3886,7 @@ yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:221; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:206 */
 yt_status
 yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3962,7 +3962,7 @@ yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:221; backward from derivatives.yaml:202 */
+ * from ops.yaml:221; backward from derivatives.yaml:206 */
 yt_status
 yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -4035,7 +4035,7 @@ yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *w
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:211 */
 yt_tensor *
 yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4043,7 +4043,7 @@ yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:211 */
 yt_tensor *
 yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4122,7 +4122,7 @@ yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:211 */
 yt_status
 yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4130,7 +4130,7 @@ yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:211 */
 yt_status
 yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4216,7 +4216,7 @@ yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:211 */
 yt_status
 yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4224,7 +4224,7 @@ yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:207 */
+ * from ops.yaml:235; backward from derivatives.yaml:211 */
 yt_status
 yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4315,7 +4315,7 @@ yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:216 */
 yt_tensor *
 yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4323,7 +4323,7 @@ yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:216 */
 yt_tensor *
 yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4396,7 +4396,7 @@ yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:216 */
 yt_status
 yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4404,7 +4404,7 @@ yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:216 */
 yt_status
 yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4487,7 +4487,7 @@ yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:216 */
 yt_status
 yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4495,7 +4495,7 @@ yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:212 */
+ * from ops.yaml:249; backward from derivatives.yaml:216 */
 yt_status
 yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4583,7 +4583,7 @@ yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:274; backward from derivatives.yaml:322 */
+ * from ops.yaml:274; backward from derivatives.yaml:326 */
 yt_tensor *
 yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4653,7 +4653,7 @@ yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:274; backward from derivatives.yaml:322 */
+ * from ops.yaml:274; backward from derivatives.yaml:326 */
 yt_status
 yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4738,7 +4738,7 @@ yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:274; backward from derivatives.yaml:322 */
+ * from ops.yaml:274; backward from derivatives.yaml:326 */
 yt_status
 yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4819,7 +4819,7 @@ yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const 
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:294; backward from derivatives.yaml:326 */
+ * from ops.yaml:294; backward from derivatives.yaml:330 */
 yt_tensor *
 yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -4873,7 +4873,7 @@ yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:294; backward from derivatives.yaml:326 */
+ * from ops.yaml:294; backward from derivatives.yaml:330 */
 yt_status
 yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -4934,7 +4934,7 @@ yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:294; backward from derivatives.yaml:326 */
+ * from ops.yaml:294; backward from derivatives.yaml:330 */
 yt_status
 yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -5000,7 +5000,7 @@ yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const c
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:332 */
+ * from ops.yaml:310; backward from derivatives.yaml:336 */
 yt_tensor *
 yt_clamp(yt_tensor *self)
 {
@@ -5008,7 +5008,7 @@ yt_clamp(yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:332 */
+ * from ops.yaml:310; backward from derivatives.yaml:336 */
 yt_tensor *
 yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5063,7 +5063,7 @@ yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:332 */
+ * from ops.yaml:310; backward from derivatives.yaml:336 */
 yt_status
 yt_clamp_(yt_tensor *self)
 {
@@ -5071,7 +5071,7 @@ yt_clamp_(yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:332 */
+ * from ops.yaml:310; backward from derivatives.yaml:336 */
 yt_status
 yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5142,7 +5142,7 @@ yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:332 */
+ * from ops.yaml:310; backward from derivatives.yaml:336 */
 yt_status
 yt_clamp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5150,7 +5150,7 @@ yt_clamp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:332 */
+ * from ops.yaml:310; backward from derivatives.yaml:336 */
 yt_status
 yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5219,7 +5219,7 @@ yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:335 */
+ * from ops.yaml:327; backward from derivatives.yaml:339 */
 yt_tensor *
 yt_clamp_tensor(yt_tensor *self)
 {
@@ -5227,7 +5227,7 @@ yt_clamp_tensor(yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:335 */
+ * from ops.yaml:327; backward from derivatives.yaml:339 */
 yt_tensor *
 yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -5300,7 +5300,7 @@ yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:335 */
+ * from ops.yaml:327; backward from derivatives.yaml:339 */
 yt_status
 yt_clamp_tensor_(yt_tensor *self)
 {
@@ -5308,7 +5308,7 @@ yt_clamp_tensor_(yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:335 */
+ * from ops.yaml:327; backward from derivatives.yaml:339 */
 yt_status
 yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -5397,7 +5397,7 @@ yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:335 */
+ * from ops.yaml:327; backward from derivatives.yaml:339 */
 yt_status
 yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5405,7 +5405,7 @@ yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:335 */
+ * from ops.yaml:327; backward from derivatives.yaml:339 */
 yt_status
 yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -6003,7 +6003,7 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:447; backward from derivatives.yaml:61 */
+ * from ops.yaml:460; backward from derivatives.yaml:65 */
 yt_tensor *
 yt_sigmoid(yt_tensor *self)
 {
@@ -6040,7 +6040,7 @@ yt_sigmoid(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:447; backward from derivatives.yaml:61 */
+ * from ops.yaml:460; backward from derivatives.yaml:65 */
 yt_status
 yt_sigmoid_(yt_tensor *self)
 {
@@ -6084,7 +6084,7 @@ yt_sigmoid_(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:447; backward from derivatives.yaml:61 */
+ * from ops.yaml:460; backward from derivatives.yaml:65 */
 yt_status
 yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6133,7 +6133,7 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:455; backward from derivatives.yaml:64 */
+ * from ops.yaml:468; backward from derivatives.yaml:68 */
 yt_tensor *
 yt_tanh(yt_tensor *self)
 {
@@ -6170,7 +6170,7 @@ yt_tanh(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:455; backward from derivatives.yaml:64 */
+ * from ops.yaml:468; backward from derivatives.yaml:68 */
 yt_status
 yt_tanh_(yt_tensor *self)
 {
@@ -6213,7 +6213,7 @@ yt_tanh_(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:455; backward from derivatives.yaml:64 */
+ * from ops.yaml:468; backward from derivatives.yaml:68 */
 yt_status
 yt_tanh_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6261,7 +6261,7 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:463; backward from derivatives.yaml:67 */
+ * from ops.yaml:476; backward from derivatives.yaml:71 */
 yt_tensor *
 yt_softplus(yt_tensor *self)
 {
@@ -6269,7 +6269,7 @@ yt_softplus(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:463; backward from derivatives.yaml:67 */
+ * from ops.yaml:476; backward from derivatives.yaml:71 */
 yt_tensor *
 yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6308,7 +6308,7 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:463; backward from derivatives.yaml:67 */
+ * from ops.yaml:476; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_(yt_tensor *self)
 {
@@ -6316,7 +6316,7 @@ yt_softplus_(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:463; backward from derivatives.yaml:67 */
+ * from ops.yaml:476; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6370,7 +6370,7 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:463; backward from derivatives.yaml:67 */
+ * from ops.yaml:476; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6378,7 +6378,7 @@ yt_softplus_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:463; backward from derivatives.yaml:67 */
+ * from ops.yaml:476; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6431,7 +6431,7 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:470; backward from derivatives.yaml:70 */
+ * from ops.yaml:483; backward from derivatives.yaml:74 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -6461,7 +6461,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:470; backward from derivatives.yaml:70 */
+ * from ops.yaml:483; backward from derivatives.yaml:74 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6502,7 +6502,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:477; backward from derivatives.yaml:73 */
+ * from ops.yaml:490; backward from derivatives.yaml:77 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -6532,7 +6532,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:217 */
+ * from ops.yaml:498; backward from derivatives.yaml:221 */
 yt_tensor *
 yt_abs(yt_tensor *self)
 {
@@ -6567,7 +6567,7 @@ yt_abs(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:217 */
+ * from ops.yaml:498; backward from derivatives.yaml:221 */
 yt_status
 yt_abs_(yt_tensor *self)
 {
@@ -6615,7 +6615,7 @@ yt_abs_(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:217 */
+ * from ops.yaml:498; backward from derivatives.yaml:221 */
 yt_status
 yt_abs_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6661,7 +6661,7 @@ yt_abs_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:493; backward from derivatives.yaml:220 */
+ * from ops.yaml:506; backward from derivatives.yaml:224 */
 yt_tensor *
 yt_sign(yt_tensor *self)
 {
@@ -6691,7 +6691,7 @@ yt_sign(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:493; backward from derivatives.yaml:220 */
+ * from ops.yaml:506; backward from derivatives.yaml:224 */
 yt_status
 yt_sign_(yt_tensor *self)
 {
@@ -6727,7 +6727,7 @@ yt_sign_(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:493; backward from derivatives.yaml:220 */
+ * from ops.yaml:506; backward from derivatives.yaml:224 */
 yt_status
 yt_sign_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6768,7 +6768,7 @@ yt_sign_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:500; backward from derivatives.yaml:223 */
+ * from ops.yaml:513; backward from derivatives.yaml:227 */
 yt_tensor *
 yt_square(yt_tensor *self)
 {
@@ -6805,7 +6805,7 @@ yt_square(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:500; backward from derivatives.yaml:223 */
+ * from ops.yaml:513; backward from derivatives.yaml:227 */
 yt_status
 yt_square_(yt_tensor *self)
 {
@@ -6856,7 +6856,7 @@ yt_square_(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:500; backward from derivatives.yaml:223 */
+ * from ops.yaml:513; backward from derivatives.yaml:227 */
 yt_status
 yt_square_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6905,7 +6905,7 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:509; backward from derivatives.yaml:226 */
+ * from ops.yaml:522; backward from derivatives.yaml:230 */
 yt_tensor *
 yt_reciprocal(yt_tensor *self)
 {
@@ -6942,7 +6942,7 @@ yt_reciprocal(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:509; backward from derivatives.yaml:226 */
+ * from ops.yaml:522; backward from derivatives.yaml:230 */
 yt_status
 yt_reciprocal_(yt_tensor *self)
 {
@@ -6986,7 +6986,7 @@ yt_reciprocal_(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:509; backward from derivatives.yaml:226 */
+ * from ops.yaml:522; backward from derivatives.yaml:230 */
 yt_status
 yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7035,7 +7035,7 @@ yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:518; backward from derivatives.yaml:229 */
+ * from ops.yaml:531; backward from derivatives.yaml:233 */
 yt_tensor *
 yt_rsqrt(yt_tensor *self)
 {
@@ -7072,7 +7072,7 @@ yt_rsqrt(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:518; backward from derivatives.yaml:229 */
+ * from ops.yaml:531; backward from derivatives.yaml:233 */
 yt_status
 yt_rsqrt_(yt_tensor *self)
 {
@@ -7115,7 +7115,7 @@ yt_rsqrt_(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:518; backward from derivatives.yaml:229 */
+ * from ops.yaml:531; backward from derivatives.yaml:233 */
 yt_status
 yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7163,7 +7163,7 @@ yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:527; backward from derivatives.yaml:232 */
+ * from ops.yaml:540; backward from derivatives.yaml:236 */
 yt_tensor *
 yt_expm1(yt_tensor *self)
 {
@@ -7200,7 +7200,7 @@ yt_expm1(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:527; backward from derivatives.yaml:232 */
+ * from ops.yaml:540; backward from derivatives.yaml:236 */
 yt_status
 yt_expm1_(yt_tensor *self)
 {
@@ -7243,7 +7243,7 @@ yt_expm1_(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:527; backward from derivatives.yaml:232 */
+ * from ops.yaml:540; backward from derivatives.yaml:236 */
 yt_status
 yt_expm1_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7291,7 +7291,7 @@ yt_expm1_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:535; backward from derivatives.yaml:235 */
+ * from ops.yaml:548; backward from derivatives.yaml:239 */
 yt_tensor *
 yt_log1p(yt_tensor *self)
 {
@@ -7328,7 +7328,7 @@ yt_log1p(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:535; backward from derivatives.yaml:235 */
+ * from ops.yaml:548; backward from derivatives.yaml:239 */
 yt_status
 yt_log1p_(yt_tensor *self)
 {
@@ -7379,7 +7379,7 @@ yt_log1p_(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:535; backward from derivatives.yaml:235 */
+ * from ops.yaml:548; backward from derivatives.yaml:239 */
 yt_status
 yt_log1p_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7427,7 +7427,7 @@ yt_log1p_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:544; backward from derivatives.yaml:238 */
+ * from ops.yaml:557; backward from derivatives.yaml:242 */
 yt_tensor *
 yt_log2(yt_tensor *self)
 {
@@ -7464,7 +7464,7 @@ yt_log2(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:544; backward from derivatives.yaml:238 */
+ * from ops.yaml:557; backward from derivatives.yaml:242 */
 yt_status
 yt_log2_(yt_tensor *self)
 {
@@ -7515,7 +7515,7 @@ yt_log2_(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:544; backward from derivatives.yaml:238 */
+ * from ops.yaml:557; backward from derivatives.yaml:242 */
 yt_status
 yt_log2_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7563,7 +7563,7 @@ yt_log2_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:553; backward from derivatives.yaml:241 */
+ * from ops.yaml:566; backward from derivatives.yaml:245 */
 yt_tensor *
 yt_sin(yt_tensor *self)
 {
@@ -7600,7 +7600,7 @@ yt_sin(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:553; backward from derivatives.yaml:241 */
+ * from ops.yaml:566; backward from derivatives.yaml:245 */
 yt_status
 yt_sin_(yt_tensor *self)
 {
@@ -7651,7 +7651,7 @@ yt_sin_(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:553; backward from derivatives.yaml:241 */
+ * from ops.yaml:566; backward from derivatives.yaml:245 */
 yt_status
 yt_sin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7699,7 +7699,7 @@ yt_sin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:561; backward from derivatives.yaml:244 */
+ * from ops.yaml:574; backward from derivatives.yaml:248 */
 yt_tensor *
 yt_cos(yt_tensor *self)
 {
@@ -7736,7 +7736,7 @@ yt_cos(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:561; backward from derivatives.yaml:244 */
+ * from ops.yaml:574; backward from derivatives.yaml:248 */
 yt_status
 yt_cos_(yt_tensor *self)
 {
@@ -7787,7 +7787,7 @@ yt_cos_(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:561; backward from derivatives.yaml:244 */
+ * from ops.yaml:574; backward from derivatives.yaml:248 */
 yt_status
 yt_cos_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7835,7 +7835,7 @@ yt_cos_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:569; backward from derivatives.yaml:247 */
+ * from ops.yaml:582; backward from derivatives.yaml:251 */
 yt_tensor *
 yt_erf(yt_tensor *self)
 {
@@ -7872,7 +7872,7 @@ yt_erf(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:569; backward from derivatives.yaml:247 */
+ * from ops.yaml:582; backward from derivatives.yaml:251 */
 yt_status
 yt_erf_(yt_tensor *self)
 {
@@ -7923,7 +7923,7 @@ yt_erf_(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:569; backward from derivatives.yaml:247 */
+ * from ops.yaml:582; backward from derivatives.yaml:251 */
 yt_status
 yt_erf_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7971,7 +7971,7 @@ yt_erf_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:577; backward from derivatives.yaml:250 */
+ * from ops.yaml:590; backward from derivatives.yaml:254 */
 yt_tensor *
 yt_floor(yt_tensor *self)
 {
@@ -8006,7 +8006,7 @@ yt_floor(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:577; backward from derivatives.yaml:250 */
+ * from ops.yaml:590; backward from derivatives.yaml:254 */
 yt_status
 yt_floor_(yt_tensor *self)
 {
@@ -8047,7 +8047,7 @@ yt_floor_(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:577; backward from derivatives.yaml:250 */
+ * from ops.yaml:590; backward from derivatives.yaml:254 */
 yt_status
 yt_floor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8093,7 +8093,7 @@ yt_floor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:584; backward from derivatives.yaml:253 */
+ * from ops.yaml:597; backward from derivatives.yaml:257 */
 yt_tensor *
 yt_ceil(yt_tensor *self)
 {
@@ -8128,7 +8128,7 @@ yt_ceil(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:584; backward from derivatives.yaml:253 */
+ * from ops.yaml:597; backward from derivatives.yaml:257 */
 yt_status
 yt_ceil_(yt_tensor *self)
 {
@@ -8169,7 +8169,7 @@ yt_ceil_(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:584; backward from derivatives.yaml:253 */
+ * from ops.yaml:597; backward from derivatives.yaml:257 */
 yt_status
 yt_ceil_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8215,7 +8215,7 @@ yt_ceil_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:591; backward from derivatives.yaml:256 */
+ * from ops.yaml:604; backward from derivatives.yaml:260 */
 yt_tensor *
 yt_round(yt_tensor *self)
 {
@@ -8250,7 +8250,7 @@ yt_round(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:591; backward from derivatives.yaml:256 */
+ * from ops.yaml:604; backward from derivatives.yaml:260 */
 yt_status
 yt_round_(yt_tensor *self)
 {
@@ -8291,7 +8291,7 @@ yt_round_(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:591; backward from derivatives.yaml:256 */
+ * from ops.yaml:604; backward from derivatives.yaml:260 */
 yt_status
 yt_round_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8337,7 +8337,7 @@ yt_round_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:598; backward from derivatives.yaml:259 */
+ * from ops.yaml:611; backward from derivatives.yaml:263 */
 yt_tensor *
 yt_trunc(yt_tensor *self)
 {
@@ -8372,7 +8372,7 @@ yt_trunc(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:598; backward from derivatives.yaml:259 */
+ * from ops.yaml:611; backward from derivatives.yaml:263 */
 yt_status
 yt_trunc_(yt_tensor *self)
 {
@@ -8413,7 +8413,7 @@ yt_trunc_(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:598; backward from derivatives.yaml:259 */
+ * from ops.yaml:611; backward from derivatives.yaml:263 */
 yt_status
 yt_trunc_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8459,7 +8459,7 @@ yt_trunc_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:262 */
+ * from ops.yaml:618; backward from derivatives.yaml:266 */
 yt_tensor *
 yt_leaky_relu(yt_tensor *self)
 {
@@ -8467,7 +8467,7 @@ yt_leaky_relu(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:262 */
+ * from ops.yaml:618; backward from derivatives.yaml:266 */
 yt_tensor *
 yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8503,7 +8503,7 @@ yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:262 */
+ * from ops.yaml:618; backward from derivatives.yaml:266 */
 yt_status
 yt_leaky_relu_(yt_tensor *self)
 {
@@ -8511,7 +8511,7 @@ yt_leaky_relu_(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:262 */
+ * from ops.yaml:618; backward from derivatives.yaml:266 */
 yt_status
 yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8563,7 +8563,7 @@ yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:262 */
+ * from ops.yaml:618; backward from derivatives.yaml:266 */
 yt_status
 yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8571,7 +8571,7 @@ yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:262 */
+ * from ops.yaml:618; backward from derivatives.yaml:266 */
 yt_status
 yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8621,7 +8621,7 @@ yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:624; backward from derivatives.yaml:269 */
+ * from ops.yaml:637; backward from derivatives.yaml:273 */
 yt_tensor *
 yt_elu(yt_tensor *self)
 {
@@ -8629,7 +8629,7 @@ yt_elu(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:624; backward from derivatives.yaml:269 */
+ * from ops.yaml:637; backward from derivatives.yaml:273 */
 yt_tensor *
 yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -8670,7 +8670,7 @@ yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sca
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:624; backward from derivatives.yaml:269 */
+ * from ops.yaml:637; backward from derivatives.yaml:273 */
 yt_status
 yt_elu_(yt_tensor *self)
 {
@@ -8678,7 +8678,7 @@ yt_elu_(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:624; backward from derivatives.yaml:269 */
+ * from ops.yaml:637; backward from derivatives.yaml:273 */
 yt_status
 yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -8735,7 +8735,7 @@ yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sc
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:624; backward from derivatives.yaml:269 */
+ * from ops.yaml:637; backward from derivatives.yaml:273 */
 yt_status
 yt_elu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8743,7 +8743,7 @@ yt_elu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:624; backward from derivatives.yaml:269 */
+ * from ops.yaml:637; backward from derivatives.yaml:273 */
 yt_status
 yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
               yt_scalar input_scale)
@@ -8799,7 +8799,7 @@ yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:643; backward from derivatives.yaml:276 */
+ * from ops.yaml:656; backward from derivatives.yaml:280 */
 yt_tensor *
 yt_silu(yt_tensor *self)
 {
@@ -8832,7 +8832,7 @@ yt_silu(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:643; backward from derivatives.yaml:276 */
+ * from ops.yaml:656; backward from derivatives.yaml:280 */
 yt_status
 yt_silu_(yt_tensor *self)
 {
@@ -8879,7 +8879,7 @@ yt_silu_(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:643; backward from derivatives.yaml:276 */
+ * from ops.yaml:656; backward from derivatives.yaml:280 */
 yt_status
 yt_silu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8924,7 +8924,7 @@ yt_silu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* isnan(Tensor self) -> Tensor
- * from ops.yaml:650 */
+ * from ops.yaml:663 */
 yt_tensor *
 yt_isnan(yt_tensor *self)
 {
@@ -8955,7 +8955,7 @@ yt_isnan(yt_tensor *self)
 }
 
 /* isfinite(Tensor self) -> Tensor
- * from ops.yaml:659 */
+ * from ops.yaml:672 */
 yt_tensor *
 yt_isfinite(yt_tensor *self)
 {
@@ -8986,7 +8986,7 @@ yt_isfinite(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:668; backward from derivatives.yaml:362 */
+ * from ops.yaml:681; backward from derivatives.yaml:366 */
 yt_tensor *
 yt_gelu(yt_tensor *self)
 {
@@ -8994,7 +8994,7 @@ yt_gelu(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:668; backward from derivatives.yaml:362 */
+ * from ops.yaml:681; backward from derivatives.yaml:366 */
 yt_tensor *
 yt_gelu_ex(yt_tensor *self, const char *approximate)
 {
@@ -9036,7 +9036,7 @@ yt_gelu_ex(yt_tensor *self, const char *approximate)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:668; backward from derivatives.yaml:362 */
+ * from ops.yaml:681; backward from derivatives.yaml:366 */
 yt_status
 yt_gelu_(yt_tensor *self)
 {
@@ -9044,7 +9044,7 @@ yt_gelu_(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:668; backward from derivatives.yaml:362 */
+ * from ops.yaml:681; backward from derivatives.yaml:366 */
 yt_status
 yt_gelu_ex_(yt_tensor *self, const char *approximate)
 {
@@ -9101,7 +9101,7 @@ yt_gelu_ex_(yt_tensor *self, const char *approximate)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:668; backward from derivatives.yaml:362 */
+ * from ops.yaml:681; backward from derivatives.yaml:366 */
 yt_status
 yt_gelu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9109,7 +9109,7 @@ yt_gelu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:668; backward from derivatives.yaml:362 */
+ * from ops.yaml:681; backward from derivatives.yaml:366 */
 yt_status
 yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
 {
@@ -9164,7 +9164,7 @@ yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:706; backward from derivatives.yaml:369 */
+ * from ops.yaml:719; backward from derivatives.yaml:373 */
 yt_tensor *
 yt_nan_to_num(yt_tensor *self)
 {
@@ -9172,7 +9172,7 @@ yt_nan_to_num(yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:706; backward from derivatives.yaml:369 */
+ * from ops.yaml:719; backward from derivatives.yaml:373 */
 yt_tensor *
 yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
 {
@@ -9202,7 +9202,7 @@ yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:706; backward from derivatives.yaml:369 */
+ * from ops.yaml:719; backward from derivatives.yaml:373 */
 yt_status
 yt_nan_to_num_(yt_tensor *self)
 {
@@ -9210,7 +9210,7 @@ yt_nan_to_num_(yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:706; backward from derivatives.yaml:369 */
+ * from ops.yaml:719; backward from derivatives.yaml:373 */
 yt_status
 yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
 {
@@ -9254,7 +9254,7 @@ yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, cons
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:706; backward from derivatives.yaml:369 */
+ * from ops.yaml:719; backward from derivatives.yaml:373 */
 yt_status
 yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9262,7 +9262,7 @@ yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:706; backward from derivatives.yaml:369 */
+ * from ops.yaml:719; backward from derivatives.yaml:373 */
 yt_status
 yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const double *posinf,
                      const double *neginf)
@@ -9305,7 +9305,7 @@ yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const d
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:721 */
+ * from ops.yaml:734 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -9348,7 +9348,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:721 */
+ * from ops.yaml:734 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9409,7 +9409,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:731 */
+ * from ops.yaml:744 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9443,7 +9443,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:731 */
+ * from ops.yaml:744 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9495,7 +9495,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:740 */
+ * from ops.yaml:753 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -9538,7 +9538,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:740 */
+ * from ops.yaml:753 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9599,7 +9599,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:750 */
+ * from ops.yaml:763 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9633,7 +9633,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:750 */
+ * from ops.yaml:763 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9685,7 +9685,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:759 */
+ * from ops.yaml:772 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -9728,7 +9728,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:759 */
+ * from ops.yaml:772 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9789,7 +9789,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:769 */
+ * from ops.yaml:782 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9823,7 +9823,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:769 */
+ * from ops.yaml:782 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9875,7 +9875,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:778; backward from derivatives.yaml:94 */
+ * from ops.yaml:791; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -9934,7 +9934,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:778; backward from derivatives.yaml:94 */
+ * from ops.yaml:791; backward from derivatives.yaml:98 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -10003,7 +10003,7 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:791 */
+ * from ops.yaml:804 */
 yt_tensor *
 yt_ne(yt_tensor *self, yt_tensor *other)
 {
@@ -10046,7 +10046,7 @@ yt_ne(yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:791 */
+ * from ops.yaml:804 */
 yt_status
 yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10107,7 +10107,7 @@ yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:801 */
+ * from ops.yaml:814 */
 yt_tensor *
 yt_ne_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10141,7 +10141,7 @@ yt_ne_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:801 */
+ * from ops.yaml:814 */
 yt_status
 yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10193,7 +10193,7 @@ yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:810 */
+ * from ops.yaml:823 */
 yt_tensor *
 yt_le(yt_tensor *self, yt_tensor *other)
 {
@@ -10236,7 +10236,7 @@ yt_le(yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:810 */
+ * from ops.yaml:823 */
 yt_status
 yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10297,7 +10297,7 @@ yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:820 */
+ * from ops.yaml:833 */
 yt_tensor *
 yt_le_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10331,7 +10331,7 @@ yt_le_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:820 */
+ * from ops.yaml:833 */
 yt_status
 yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10383,7 +10383,7 @@ yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:829 */
+ * from ops.yaml:842 */
 yt_tensor *
 yt_ge(yt_tensor *self, yt_tensor *other)
 {
@@ -10426,7 +10426,7 @@ yt_ge(yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:829 */
+ * from ops.yaml:842 */
 yt_status
 yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10487,7 +10487,7 @@ yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:839 */
+ * from ops.yaml:852 */
 yt_tensor *
 yt_ge_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10521,7 +10521,7 @@ yt_ge_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:839 */
+ * from ops.yaml:852 */
 yt_status
 yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10573,7 +10573,7 @@ yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:848 */
+ * from ops.yaml:861 */
 yt_tensor *
 yt_logical_and(yt_tensor *self, yt_tensor *other)
 {
@@ -10618,7 +10618,7 @@ yt_logical_and(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:848 */
+ * from ops.yaml:861 */
 yt_status
 yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10680,7 +10680,7 @@ yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:858 */
+ * from ops.yaml:871 */
 yt_tensor *
 yt_logical_or(yt_tensor *self, yt_tensor *other)
 {
@@ -10725,7 +10725,7 @@ yt_logical_or(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:858 */
+ * from ops.yaml:871 */
 yt_status
 yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10787,7 +10787,7 @@ yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:868 */
+ * from ops.yaml:881 */
 yt_tensor *
 yt_logical_xor(yt_tensor *self, yt_tensor *other)
 {
@@ -10832,7 +10832,7 @@ yt_logical_xor(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:868 */
+ * from ops.yaml:881 */
 yt_status
 yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10894,7 +10894,7 @@ yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:878 */
+ * from ops.yaml:891 */
 yt_tensor *
 yt_logical_not(yt_tensor *self)
 {
@@ -10925,7 +10925,7 @@ yt_logical_not(yt_tensor *self)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:878 */
+ * from ops.yaml:891 */
 yt_status
 yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 {
@@ -10973,7 +10973,7 @@ yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:887; backward from derivatives.yaml:315 */
+ * from ops.yaml:900; backward from derivatives.yaml:319 */
 yt_tensor *
 yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -11018,7 +11018,7 @@ yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:887; backward from derivatives.yaml:315 */
+ * from ops.yaml:900; backward from derivatives.yaml:319 */
 yt_status
 yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -11070,7 +11070,7 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:900; backward from derivatives.yaml:318 */
+ * from ops.yaml:913; backward from derivatives.yaml:322 */
 yt_tensor *
 yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {
@@ -11123,7 +11123,7 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:900; backward from derivatives.yaml:318 */
+ * from ops.yaml:913; backward from derivatives.yaml:322 */
 yt_status
 yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {

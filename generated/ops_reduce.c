@@ -12,7 +12,7 @@
 #endif
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:918; backward from derivatives.yaml:98 */
+ * from ops.yaml:931; backward from derivatives.yaml:102 */
 yt_tensor *
 yt_sum(yt_tensor *self)
 {
@@ -20,7 +20,7 @@ yt_sum(yt_tensor *self)
 }
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:918; backward from derivatives.yaml:98 */
+ * from ops.yaml:931; backward from derivatives.yaml:102 */
 yt_tensor *
 yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -51,7 +51,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:932; backward from derivatives.yaml:101 */
+ * from ops.yaml:945; backward from derivatives.yaml:105 */
 yt_tensor *
 yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -59,7 +59,7 @@ yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:932; backward from derivatives.yaml:101 */
+ * from ops.yaml:945; backward from derivatives.yaml:105 */
 yt_tensor *
 yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -101,7 +101,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:932; backward from derivatives.yaml:101 */
+ * from ops.yaml:945; backward from derivatives.yaml:105 */
 yt_status
 yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -109,7 +109,7 @@ yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:932; backward from derivatives.yaml:101 */
+ * from ops.yaml:945; backward from derivatives.yaml:105 */
 yt_status
 yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                   yt_dtype dtype)
@@ -165,7 +165,7 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:947; backward from derivatives.yaml:104 */
+ * from ops.yaml:960; backward from derivatives.yaml:108 */
 yt_tensor *
 yt_mean(yt_tensor *self)
 {
@@ -173,7 +173,7 @@ yt_mean(yt_tensor *self)
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:947; backward from derivatives.yaml:104 */
+ * from ops.yaml:960; backward from derivatives.yaml:108 */
 yt_tensor *
 yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -207,7 +207,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:960; backward from derivatives.yaml:107 */
+ * from ops.yaml:973; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -215,7 +215,7 @@ yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:960; backward from derivatives.yaml:107 */
+ * from ops.yaml:973; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -261,7 +261,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:960; backward from derivatives.yaml:107 */
+ * from ops.yaml:973; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -269,7 +269,7 @@ yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:960; backward from derivatives.yaml:107 */
+ * from ops.yaml:973; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                    yt_dtype dtype)
@@ -329,7 +329,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:973; backward from derivatives.yaml:110 */
+ * from ops.yaml:986; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax(yt_tensor *self)
 {
@@ -337,7 +337,7 @@ yt_amax(yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:973; backward from derivatives.yaml:110 */
+ * from ops.yaml:986; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -378,7 +378,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:973; backward from derivatives.yaml:110 */
+ * from ops.yaml:986; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -386,7 +386,7 @@ yt_amax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:973; backward from derivatives.yaml:110 */
+ * from ops.yaml:986; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -439,7 +439,7 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:376 */
+ * from ops.yaml:999; backward from derivatives.yaml:380 */
 yt_tensor *
 yt_amin(yt_tensor *self)
 {
@@ -447,7 +447,7 @@ yt_amin(yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:376 */
+ * from ops.yaml:999; backward from derivatives.yaml:380 */
 yt_tensor *
 yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -488,7 +488,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:376 */
+ * from ops.yaml:999; backward from derivatives.yaml:380 */
 yt_status
 yt_amin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -496,7 +496,7 @@ yt_amin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:376 */
+ * from ops.yaml:999; backward from derivatives.yaml:380 */
 yt_status
 yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -549,7 +549,7 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* max(Tensor self) -> Tensor
- * from ops.yaml:1001; backward from derivatives.yaml:379 */
+ * from ops.yaml:1014; backward from derivatives.yaml:383 */
 yt_tensor *
 yt_max(yt_tensor *self)
 {
@@ -579,7 +579,7 @@ yt_max(yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * from ops.yaml:1013; backward from derivatives.yaml:382 */
+ * from ops.yaml:1026; backward from derivatives.yaml:386 */
 yt_tensor *
 yt_min(yt_tensor *self)
 {
@@ -609,7 +609,7 @@ yt_min(yt_tensor *self)
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1025; backward from derivatives.yaml:385 */
+ * from ops.yaml:1038; backward from derivatives.yaml:389 */
 yt_status
 yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -617,7 +617,7 @@ yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1025; backward from derivatives.yaml:385 */
+ * from ops.yaml:1038; backward from derivatives.yaml:389 */
 yt_status
 yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -662,7 +662,7 @@ yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1025; backward from derivatives.yaml:385 */
+ * from ops.yaml:1038; backward from derivatives.yaml:389 */
 yt_status
 yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -670,7 +670,7 @@ yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1025; backward from derivatives.yaml:385 */
+ * from ops.yaml:1038; backward from derivatives.yaml:389 */
 yt_status
 yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -738,7 +738,7 @@ yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1041; backward from derivatives.yaml:389 */
+ * from ops.yaml:1054; backward from derivatives.yaml:393 */
 yt_status
 yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -746,7 +746,7 @@ yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1041; backward from derivatives.yaml:389 */
+ * from ops.yaml:1054; backward from derivatives.yaml:393 */
 yt_status
 yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -791,7 +791,7 @@ yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1041; backward from derivatives.yaml:389 */
+ * from ops.yaml:1054; backward from derivatives.yaml:393 */
 yt_status
 yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -799,7 +799,7 @@ yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1041; backward from derivatives.yaml:389 */
+ * from ops.yaml:1054; backward from derivatives.yaml:393 */
 yt_status
 yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -867,7 +867,7 @@ yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1056 */
+ * from ops.yaml:1069 */
 yt_tensor *
 yt_argmax(yt_tensor *self)
 {
@@ -875,7 +875,7 @@ yt_argmax(yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1056 */
+ * from ops.yaml:1069 */
 yt_tensor *
 yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -905,7 +905,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1056 */
+ * from ops.yaml:1069 */
 yt_status
 yt_argmax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -913,7 +913,7 @@ yt_argmax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1056 */
+ * from ops.yaml:1069 */
 yt_status
 yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -961,7 +961,7 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1071 */
+ * from ops.yaml:1084 */
 yt_tensor *
 yt_argmin(yt_tensor *self)
 {
@@ -969,7 +969,7 @@ yt_argmin(yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1071 */
+ * from ops.yaml:1084 */
 yt_tensor *
 yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -999,7 +999,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1071 */
+ * from ops.yaml:1084 */
 yt_status
 yt_argmin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -1007,7 +1007,7 @@ yt_argmin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1071 */
+ * from ops.yaml:1084 */
 yt_status
 yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1055,7 +1055,7 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1085; backward from derivatives.yaml:399 */
+ * from ops.yaml:1098; backward from derivatives.yaml:403 */
 yt_tensor *
 yt_prod(yt_tensor *self)
 {
@@ -1063,7 +1063,7 @@ yt_prod(yt_tensor *self)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1085; backward from derivatives.yaml:399 */
+ * from ops.yaml:1098; backward from derivatives.yaml:403 */
 yt_tensor *
 yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -1094,7 +1094,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1099; backward from derivatives.yaml:402 */
+ * from ops.yaml:1112; backward from derivatives.yaml:406 */
 yt_tensor *
 yt_prod_dim_int(yt_tensor *self, int64_t dim)
 {
@@ -1102,7 +1102,7 @@ yt_prod_dim_int(yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1099; backward from derivatives.yaml:402 */
+ * from ops.yaml:1112; backward from derivatives.yaml:406 */
 yt_tensor *
 yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1136,7 +1136,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1099; backward from derivatives.yaml:402 */
+ * from ops.yaml:1112; backward from derivatives.yaml:406 */
 yt_status
 yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1144,7 +1144,7 @@ yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1099; backward from derivatives.yaml:402 */
+ * from ops.yaml:1112; backward from derivatives.yaml:406 */
 yt_status
 yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1190,7 +1190,7 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
 }
 
 /* all(Tensor self) -> Tensor
- * from ops.yaml:1114 */
+ * from ops.yaml:1127 */
 yt_tensor *
 yt_all(yt_tensor *self)
 {
@@ -1214,7 +1214,7 @@ yt_all(yt_tensor *self)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1126 */
+ * from ops.yaml:1139 */
 yt_tensor *
 yt_all_dim(yt_tensor *self, int64_t dim)
 {
@@ -1222,7 +1222,7 @@ yt_all_dim(yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1126 */
+ * from ops.yaml:1139 */
 yt_tensor *
 yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1249,7 +1249,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1126 */
+ * from ops.yaml:1139 */
 yt_status
 yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1257,7 +1257,7 @@ yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1126 */
+ * from ops.yaml:1139 */
 yt_status
 yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1301,7 +1301,7 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any(Tensor self) -> Tensor
- * from ops.yaml:1140 */
+ * from ops.yaml:1153 */
 yt_tensor *
 yt_any(yt_tensor *self)
 {
@@ -1325,7 +1325,7 @@ yt_any(yt_tensor *self)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1152 */
+ * from ops.yaml:1165 */
 yt_tensor *
 yt_any_dim(yt_tensor *self, int64_t dim)
 {
@@ -1333,7 +1333,7 @@ yt_any_dim(yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1152 */
+ * from ops.yaml:1165 */
 yt_tensor *
 yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1360,7 +1360,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1152 */
+ * from ops.yaml:1165 */
 yt_status
 yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1368,7 +1368,7 @@ yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1152 */
+ * from ops.yaml:1165 */
 yt_status
 yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1412,7 +1412,7 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1166; backward from derivatives.yaml:417 */
+ * from ops.yaml:1179; backward from derivatives.yaml:421 */
 yt_tensor *
 yt_cumsum(yt_tensor *self, int64_t dim)
 {
@@ -1420,7 +1420,7 @@ yt_cumsum(yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1166; backward from derivatives.yaml:417 */
+ * from ops.yaml:1179; backward from derivatives.yaml:421 */
 yt_tensor *
 yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1453,7 +1453,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1166; backward from derivatives.yaml:417 */
+ * from ops.yaml:1179; backward from derivatives.yaml:421 */
 yt_status
 yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1461,7 +1461,7 @@ yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1166; backward from derivatives.yaml:417 */
+ * from ops.yaml:1179; backward from derivatives.yaml:421 */
 yt_status
 yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1508,7 +1508,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1181; backward from derivatives.yaml:423 */
+ * from ops.yaml:1194; backward from derivatives.yaml:427 */
 yt_tensor *
 yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -1516,7 +1516,7 @@ yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1181; backward from derivatives.yaml:423 */
+ * from ops.yaml:1194; backward from derivatives.yaml:427 */
 yt_tensor *
 yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -1560,7 +1560,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1195; backward from derivatives.yaml:426 */
+ * from ops.yaml:1208; backward from derivatives.yaml:430 */
 yt_tensor *
 yt_var(yt_tensor *self)
 {
@@ -1568,7 +1568,7 @@ yt_var(yt_tensor *self)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1195; backward from derivatives.yaml:426 */
+ * from ops.yaml:1208; backward from derivatives.yaml:430 */
 yt_tensor *
 yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1612,7 +1612,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1210; backward from derivatives.yaml:429 */
+ * from ops.yaml:1223; backward from derivatives.yaml:433 */
 yt_tensor *
 yt_std(yt_tensor *self)
 {
@@ -1620,7 +1620,7 @@ yt_std(yt_tensor *self)
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1210; backward from derivatives.yaml:429 */
+ * from ops.yaml:1223; backward from derivatives.yaml:433 */
 yt_tensor *
 yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1664,7 +1664,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1224; backward from derivatives.yaml:420 */
+ * from ops.yaml:1237; backward from derivatives.yaml:424 */
 yt_tensor *
 yt_linalg_vector_norm(yt_tensor *self)
 {
@@ -1672,7 +1672,7 @@ yt_linalg_vector_norm(yt_tensor *self)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1224; backward from derivatives.yaml:420 */
+ * from ops.yaml:1237; backward from derivatives.yaml:424 */
 yt_tensor *
 yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
                          bool keepdim, yt_dtype dtype)
@@ -1729,7 +1729,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2825; backward from derivatives.yaml:605 */
+ * from ops.yaml:2862; backward from derivatives.yaml:617 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1737,7 +1737,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2825; backward from derivatives.yaml:605 */
+ * from ops.yaml:2862; backward from derivatives.yaml:617 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1776,7 +1776,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2843; backward from derivatives.yaml:608 */
+ * from ops.yaml:2880; backward from derivatives.yaml:620 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1784,7 +1784,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2843; backward from derivatives.yaml:608 */
+ * from ops.yaml:2880; backward from derivatives.yaml:620 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {

@@ -198,6 +198,11 @@ static const op_info registry[] = {
         .doc = "max(self, 0) elementwise; NaN stays NaN.",
     },
     {
+        .schema = "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
+        .doc =
+            "Gradient of relu (and threshold): `grad_output` where `self` > `threshold`, else 0, in one pass (relu's backward is threshold_backward(grad, result, 0), as in PyTorch).",
+    },
+    {
         .schema = "sigmoid(Tensor self) -> Tensor",
         .doc = "Logistic function 1 / (1 + exp(-self)) of each element.",
     },
@@ -1050,6 +1055,12 @@ static const op_info registry[] = {
     },
     {
         .schema =
+            "row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
+        .doc =
+            "row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the statistics recomputed once), for the results whose flag is set (the others are zeros): row_norm's backward when no graph is recorded.",
+    },
+    {
+        .schema =
             "row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor",
         .doc =
             "Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.",
@@ -1075,6 +1086,12 @@ static const op_info registry[] = {
         .schema = "batch_norm_backward_bias(Tensor grad_out) -> Tensor",
         .doc =
             "Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.",
+    },
+    {
+        .schema =
+            "batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)",
+        .doc =
+            "batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and `input` (the batch statistics recomputed once), for the results whose flag is set (the others are zeros): batch_norm_training's backward when no graph is recorded.",
     },
     {
         .schema = "batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor",
@@ -1170,8 +1187,7 @@ static const op_info registry[] = {
     {
         .schema =
             "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100) -> Tensor",
-        .doc =
-            "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is a constant, as in PyTorch.",
+        .doc = "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is a constant, as in PyTorch.",
     },
     {
         .schema =
@@ -1196,6 +1212,18 @@ static const op_info registry[] = {
             "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor",
         .doc =
             "softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask (false hides a score) or a float mask added to the scores, broadcast to [..., L, S]; `is_causal` hides keys after each query (and excludes `attn_mask`). A fully masked row gives NaN, as in PyTorch. `dropout_p` > 0 drops attention weights with the dropout op and `generator`.",
+    },
+    {
+        .schema =
+            "scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)",
+        .doc =
+            "The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @ key^T * scale) over the last dim, `output` = attn @ value, for query [..., L, E], key [..., S, E] and value [..., S, Ev] with the same leading dims; the (batch, head) pairs run in parallel and the backward reuses `attn`.",
+    },
+    {
+        .schema =
+            "scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)",
+        .doc =
+            "The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the flag is off) in one pass over the (batch, head) pairs, from the saved `attn`: its backward when no graph is recorded.",
     },
     {
         .schema = "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
@@ -1316,6 +1344,11 @@ static const op_info registry[] = {
             "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
         .doc =
             "A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills `self` in place.",
+    },
+    {
+        .schema = "maybe_multiply(Tensor self, Scalar other) -> Tensor",
+        .doc =
+            "`self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta, which are 1 almost always (PyTorch's maybe_multiply).",
     },
     {
         .schema = "sum_to(Tensor self, int[] size) -> Tensor",

@@ -255,6 +255,13 @@ YT_INTERNAL yt_status yt__shape_embedding(yt_shape *out, const char *op, yt_tens
 YT_INTERNAL yt_status yt__shape_embedding_dense_backward(yt_shape *out, const char *op,
                                                          yt_tensor *grad_output, yt_tensor *indices,
                                                          int64_t num_weights);
+/* scaled_dot_product_attention_math (kernels/cpu/attention.c): output [..., L, Ev] and attention
+ * weights [..., L, S] of query [..., L, E], key [..., S, E], value [..., S, Ev]; the leading
+ * dims must be equal. */
+YT_INTERNAL yt_status yt__shape_attention_output(yt_shape *out, const char *op, yt_tensor *query,
+                                                 yt_tensor *key, yt_tensor *value);
+YT_INTERNAL yt_status yt__shape_attention_weights(yt_shape *out, const char *op, yt_tensor *query,
+                                                  yt_tensor *key, yt_tensor *value);
 /* Convolution and pooling shapes (kernels/cpu/conv_shape.c): every geometry argument is
  * validated (ranks, stride/padding/dilation/groups, kernel larger than the padded input). */
 YT_INTERNAL yt_status yt__shape_conv2d(yt_shape *out, const char *op, yt_tensor *input,

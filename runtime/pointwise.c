@@ -10,7 +10,6 @@
  *
  * Everything lives on the stack: no allocation, and per row only the loop call and an
  * odometer step. */
-#include <omp.h>
 #include <stdio.h>
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -18,6 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "parallel.h"
 
 enum { MAX_OPERANDS = 8 }; /* out + 7 inputs */
 
@@ -373,33 +373,55 @@ run_tiles(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
     }
 }
 
+/* A pointwise loop split over the pool: chunk c runs units [total * c / chunks, ...) of either
+ * elements (run_range) or strips (run_tiles). */
+typedef struct pw_job {
+    const iter *it;
+    int64_t total, chunks;
+    bool tiles;
+    yt__loop_fn loop;
+    const void *ctx;
+} pw_job;
+
+static void
+pw_chunk(void *arg, int64_t c)
+{
+    const pw_job *j = arg;
+    int64_t begin = j->total * c / j->chunks, end = j->total * (c + 1) / j->chunks;
+    if (j->tiles)
+        run_tiles(j->it, begin, end, j->loop, j->ctx);
+    else
+        run_range(j->it, begin, end, j->loop, j->ctx);
+}
+
+/* Nanoseconds per element of a pointwise loop on one thread, roughly (memory-bound f32 ops). */
+#define PW_NS_PER_ELEMENT 0.25
+
+/* Runs `total` units (elements, or strips of tiles) of a loop over `numel` elements, on the pool
+ * when it pays: a few chunks per thread, so that a late thread leaves its share to the others. */
+static void
+run_split(const iter *it, int64_t numel, int64_t total, bool tiles, yt__loop_fn loop,
+          const void *ctx)
+{
+    int threads = yt__parallel_threads((double)numel * PW_NS_PER_ELEMENT, yt__max_threads());
+    int64_t chunks = 4 * (int64_t)threads < total ? 4 * (int64_t)threads : total;
+    if (threads <= 1 || chunks <= 1) {
+        if (tiles)
+            run_tiles(it, 0, total, loop, ctx);
+        else
+            run_range(it, 0, total, loop, ctx);
+        return;
+    }
+    pw_job j = {it, total, chunks, tiles, loop, ctx};
+    yt__parallel_run(chunks, threads, pw_chunk, &j);
+}
+
 static void
 run_tiled(const iter *it, int64_t numel, yt__loop_fn loop, const void *ctx)
 {
     const int64_t height = strip_rows(it);
     int64_t strips = numel / it->sizes[0] / it->sizes[1] * ((it->sizes[1] + height - 1) / height);
-    int n_threads = 1;
-    if (numel > YT_PARALLEL_GRAIN && !omp_in_parallel()) {
-        int64_t want = (numel + YT_PARALLEL_GRAIN - 1) / YT_PARALLEL_GRAIN;
-        int max = omp_get_max_threads();
-        n_threads = want < max ? (int)want : max;
-        if (n_threads > strips)
-            n_threads = (int)strips;
-    }
-    if (n_threads <= 1) {
-        run_tiles(it, 0, strips, loop, ctx);
-        return;
-    }
-#pragma omp parallel num_threads(n_threads)
-    {
-        int n = omp_get_num_threads();
-        int tid = omp_get_thread_num();
-        int64_t chunk = (strips + n - 1) / n;
-        int64_t begin = chunk * tid;
-        int64_t end = begin + chunk < strips ? begin + chunk : strips;
-        if (begin < end)
-            run_tiles(it, begin, end, loop, ctx);
-    }
+    run_split(it, numel, strips, true, loop, ctx);
 }
 
 /* Callers check broadcastability; reaching this is a bug in the caller. */
@@ -492,25 +514,6 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         run_tiled(&it, numel, loop, ctx);
         return YT_OK;
     }
-    int n_threads = 1;
-    if (numel > YT_PARALLEL_GRAIN && !omp_in_parallel()) {
-        int64_t want = (numel + YT_PARALLEL_GRAIN - 1) / YT_PARALLEL_GRAIN;
-        int max = omp_get_max_threads();
-        n_threads = want < max ? (int)want : max;
-    }
-    if (n_threads <= 1) {
-        run_range(&it, 0, numel, loop, ctx);
-        return YT_OK;
-    }
-#pragma omp parallel num_threads(n_threads)
-    {
-        int n = omp_get_num_threads();
-        int tid = omp_get_thread_num();
-        int64_t chunk = (numel + n - 1) / n;
-        int64_t begin = chunk * tid;
-        int64_t end = begin + chunk < numel ? begin + chunk : numel;
-        if (begin < end)
-            run_range(&it, begin, end, loop, ctx);
-    }
+    run_split(&it, numel, numel, false, loop, ctx);
     return YT_OK;
 }

@@ -992,466 +992,462 @@ def case_171(self):
     return torch.ops.aten.relu(self)
 
 
-def case_172(self):
-    """sigmoid (ops.yaml:447 sample 0)"""
-    return torch.ops.aten.sigmoid(self)
+def case_172(grad_output, self):
+    """threshold_backward (ops.yaml:455 sample 0)"""
+    threshold = 0
+    return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
-def case_173(self):
-    """sigmoid (ops.yaml:447 sample 1)"""
-    return torch.ops.aten.sigmoid(self)
+def case_173(grad_output, self):
+    """threshold_backward (ops.yaml:455 sample 1)"""
+    threshold = 0.5
+    return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
 def case_174(self):
-    """sigmoid (ops.yaml:447 sample 2)"""
+    """sigmoid (ops.yaml:460 sample 0)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_175(self):
-    """sigmoid (ops.yaml:447 sample 3)"""
+    """sigmoid (ops.yaml:460 sample 1)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_176(self):
-    """tanh (ops.yaml:455 sample 0)"""
-    return torch.ops.aten.tanh(self)
+    """sigmoid (ops.yaml:460 sample 2)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_177(self):
-    """tanh (ops.yaml:455 sample 1)"""
-    return torch.ops.aten.tanh(self)
+    """sigmoid (ops.yaml:460 sample 3)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_178(self):
-    """tanh (ops.yaml:455 sample 2)"""
+    """tanh (ops.yaml:468 sample 0)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_179(self):
-    """tanh (ops.yaml:455 sample 3)"""
+    """tanh (ops.yaml:468 sample 1)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_180(self):
-    """softplus (ops.yaml:463 sample 0)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
+    """tanh (ops.yaml:468 sample 2)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_181(self):
-    """softplus (ops.yaml:463 sample 1)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
+    """tanh (ops.yaml:468 sample 3)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_182(self):
-    """softplus (ops.yaml:463 sample 2)"""
+    """softplus (ops.yaml:476 sample 0)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_183(self):
-    """softplus (ops.yaml:463 sample 3)"""
+    """softplus (ops.yaml:476 sample 1)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_184(self):
-    """clone (ops.yaml:470 sample 0)"""
-    return torch.ops.aten.clone(self)
+    """softplus (ops.yaml:476 sample 2)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_185(self):
-    """clone (ops.yaml:470 sample 1)"""
-    return torch.ops.aten.clone(self)
+    """softplus (ops.yaml:476 sample 3)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_186(self):
-    """clone (ops.yaml:470 sample 2)"""
+    """clone (ops.yaml:483 sample 0)"""
     return torch.ops.aten.clone(self)
 
 
 def case_187(self):
-    """clone (ops.yaml:470 sample 3)"""
+    """clone (ops.yaml:483 sample 1)"""
     return torch.ops.aten.clone(self)
 
 
 def case_188(self):
-    """abs (ops.yaml:485 sample 0)"""
-    return torch.ops.aten.abs(self)
+    """clone (ops.yaml:483 sample 2)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_189(self):
-    """abs (ops.yaml:485 sample 1)"""
-    return torch.ops.aten.abs(self)
+    """clone (ops.yaml:483 sample 3)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_190(self):
-    """abs (ops.yaml:485 sample 2)"""
+    """abs (ops.yaml:498 sample 0)"""
     return torch.ops.aten.abs(self)
 
 
 def case_191(self):
-    """abs (ops.yaml:485 sample 3)"""
+    """abs (ops.yaml:498 sample 1)"""
     return torch.ops.aten.abs(self)
 
 
 def case_192(self):
-    """sign (ops.yaml:493 sample 0)"""
-    return torch.ops.aten.sign(self)
+    """abs (ops.yaml:498 sample 2)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_193(self):
-    """sign (ops.yaml:493 sample 1)"""
-    return torch.ops.aten.sign(self)
+    """abs (ops.yaml:498 sample 3)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_194(self):
-    """sign (ops.yaml:493 sample 2)"""
+    """sign (ops.yaml:506 sample 0)"""
     return torch.ops.aten.sign(self)
 
 
 def case_195(self):
-    """sign (ops.yaml:493 sample 3)"""
+    """sign (ops.yaml:506 sample 1)"""
     return torch.ops.aten.sign(self)
 
 
 def case_196(self):
-    """square (ops.yaml:500 sample 0)"""
-    return torch.ops.aten.square(self)
+    """sign (ops.yaml:506 sample 2)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_197(self):
-    """square (ops.yaml:500 sample 1)"""
-    return torch.ops.aten.square(self)
+    """sign (ops.yaml:506 sample 3)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_198(self):
-    """square (ops.yaml:500 sample 2)"""
+    """square (ops.yaml:513 sample 0)"""
     return torch.ops.aten.square(self)
 
 
 def case_199(self):
-    """square (ops.yaml:500 sample 3)"""
+    """square (ops.yaml:513 sample 1)"""
     return torch.ops.aten.square(self)
 
 
 def case_200(self):
-    """reciprocal (ops.yaml:509 sample 0)"""
-    return torch.ops.aten.reciprocal(self)
+    """square (ops.yaml:513 sample 2)"""
+    return torch.ops.aten.square(self)
 
 
 def case_201(self):
-    """reciprocal (ops.yaml:509 sample 1)"""
-    return torch.ops.aten.reciprocal(self)
+    """square (ops.yaml:513 sample 3)"""
+    return torch.ops.aten.square(self)
 
 
 def case_202(self):
-    """reciprocal (ops.yaml:509 sample 2)"""
+    """reciprocal (ops.yaml:522 sample 0)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_203(self):
-    """reciprocal (ops.yaml:509 sample 3)"""
+    """reciprocal (ops.yaml:522 sample 1)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_204(self):
-    """rsqrt (ops.yaml:518 sample 0)"""
-    return torch.ops.aten.rsqrt(self)
+    """reciprocal (ops.yaml:522 sample 2)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_205(self):
-    """rsqrt (ops.yaml:518 sample 1)"""
-    return torch.ops.aten.rsqrt(self)
+    """reciprocal (ops.yaml:522 sample 3)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_206(self):
-    """rsqrt (ops.yaml:518 sample 2)"""
+    """rsqrt (ops.yaml:531 sample 0)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_207(self):
-    """rsqrt (ops.yaml:518 sample 3)"""
+    """rsqrt (ops.yaml:531 sample 1)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_208(self):
-    """expm1 (ops.yaml:527 sample 0)"""
-    return torch.ops.aten.expm1(self)
+    """rsqrt (ops.yaml:531 sample 2)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_209(self):
-    """expm1 (ops.yaml:527 sample 1)"""
-    return torch.ops.aten.expm1(self)
+    """rsqrt (ops.yaml:531 sample 3)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_210(self):
-    """expm1 (ops.yaml:527 sample 2)"""
+    """expm1 (ops.yaml:540 sample 0)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_211(self):
-    """expm1 (ops.yaml:527 sample 3)"""
+    """expm1 (ops.yaml:540 sample 1)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_212(self):
-    """log1p (ops.yaml:535 sample 0)"""
-    return torch.ops.aten.log1p(self)
+    """expm1 (ops.yaml:540 sample 2)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_213(self):
-    """log1p (ops.yaml:535 sample 1)"""
-    return torch.ops.aten.log1p(self)
+    """expm1 (ops.yaml:540 sample 3)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_214(self):
-    """log1p (ops.yaml:535 sample 2)"""
+    """log1p (ops.yaml:548 sample 0)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_215(self):
-    """log1p (ops.yaml:535 sample 3)"""
+    """log1p (ops.yaml:548 sample 1)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_216(self):
-    """log2 (ops.yaml:544 sample 0)"""
-    return torch.ops.aten.log2(self)
+    """log1p (ops.yaml:548 sample 2)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_217(self):
-    """log2 (ops.yaml:544 sample 1)"""
-    return torch.ops.aten.log2(self)
+    """log1p (ops.yaml:548 sample 3)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_218(self):
-    """log2 (ops.yaml:544 sample 2)"""
+    """log2 (ops.yaml:557 sample 0)"""
     return torch.ops.aten.log2(self)
 
 
 def case_219(self):
-    """log2 (ops.yaml:544 sample 3)"""
+    """log2 (ops.yaml:557 sample 1)"""
     return torch.ops.aten.log2(self)
 
 
 def case_220(self):
-    """sin (ops.yaml:553 sample 0)"""
-    return torch.ops.aten.sin(self)
+    """log2 (ops.yaml:557 sample 2)"""
+    return torch.ops.aten.log2(self)
 
 
 def case_221(self):
-    """sin (ops.yaml:553 sample 1)"""
-    return torch.ops.aten.sin(self)
+    """log2 (ops.yaml:557 sample 3)"""
+    return torch.ops.aten.log2(self)
 
 
 def case_222(self):
-    """sin (ops.yaml:553 sample 2)"""
+    """sin (ops.yaml:566 sample 0)"""
     return torch.ops.aten.sin(self)
 
 
 def case_223(self):
-    """sin (ops.yaml:553 sample 3)"""
+    """sin (ops.yaml:566 sample 1)"""
     return torch.ops.aten.sin(self)
 
 
 def case_224(self):
-    """cos (ops.yaml:561 sample 0)"""
-    return torch.ops.aten.cos(self)
+    """sin (ops.yaml:566 sample 2)"""
+    return torch.ops.aten.sin(self)
 
 
 def case_225(self):
-    """cos (ops.yaml:561 sample 1)"""
-    return torch.ops.aten.cos(self)
+    """sin (ops.yaml:566 sample 3)"""
+    return torch.ops.aten.sin(self)
 
 
 def case_226(self):
-    """cos (ops.yaml:561 sample 2)"""
+    """cos (ops.yaml:574 sample 0)"""
     return torch.ops.aten.cos(self)
 
 
 def case_227(self):
-    """cos (ops.yaml:561 sample 3)"""
+    """cos (ops.yaml:574 sample 1)"""
     return torch.ops.aten.cos(self)
 
 
 def case_228(self):
-    """erf (ops.yaml:569 sample 0)"""
-    return torch.ops.aten.erf(self)
+    """cos (ops.yaml:574 sample 2)"""
+    return torch.ops.aten.cos(self)
 
 
 def case_229(self):
-    """erf (ops.yaml:569 sample 1)"""
-    return torch.ops.aten.erf(self)
+    """cos (ops.yaml:574 sample 3)"""
+    return torch.ops.aten.cos(self)
 
 
 def case_230(self):
-    """erf (ops.yaml:569 sample 2)"""
+    """erf (ops.yaml:582 sample 0)"""
     return torch.ops.aten.erf(self)
 
 
 def case_231(self):
-    """erf (ops.yaml:569 sample 3)"""
+    """erf (ops.yaml:582 sample 1)"""
     return torch.ops.aten.erf(self)
 
 
 def case_232(self):
-    """floor (ops.yaml:577 sample 0)"""
-    return torch.ops.aten.floor(self)
+    """erf (ops.yaml:582 sample 2)"""
+    return torch.ops.aten.erf(self)
 
 
 def case_233(self):
-    """floor (ops.yaml:577 sample 1)"""
-    return torch.ops.aten.floor(self)
+    """erf (ops.yaml:582 sample 3)"""
+    return torch.ops.aten.erf(self)
 
 
 def case_234(self):
-    """floor (ops.yaml:577 sample 2)"""
+    """floor (ops.yaml:590 sample 0)"""
     return torch.ops.aten.floor(self)
 
 
 def case_235(self):
-    """floor (ops.yaml:577 sample 3)"""
+    """floor (ops.yaml:590 sample 1)"""
     return torch.ops.aten.floor(self)
 
 
 def case_236(self):
-    """ceil (ops.yaml:584 sample 0)"""
-    return torch.ops.aten.ceil(self)
+    """floor (ops.yaml:590 sample 2)"""
+    return torch.ops.aten.floor(self)
 
 
 def case_237(self):
-    """ceil (ops.yaml:584 sample 1)"""
-    return torch.ops.aten.ceil(self)
+    """floor (ops.yaml:590 sample 3)"""
+    return torch.ops.aten.floor(self)
 
 
 def case_238(self):
-    """ceil (ops.yaml:584 sample 2)"""
+    """ceil (ops.yaml:597 sample 0)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_239(self):
-    """ceil (ops.yaml:584 sample 3)"""
+    """ceil (ops.yaml:597 sample 1)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_240(self):
-    """round (ops.yaml:591 sample 0)"""
-    return torch.ops.aten.round(self)
+    """ceil (ops.yaml:597 sample 2)"""
+    return torch.ops.aten.ceil(self)
 
 
 def case_241(self):
-    """round (ops.yaml:591 sample 1)"""
-    return torch.ops.aten.round(self)
+    """ceil (ops.yaml:597 sample 3)"""
+    return torch.ops.aten.ceil(self)
 
 
 def case_242(self):
-    """round (ops.yaml:591 sample 2)"""
+    """round (ops.yaml:604 sample 0)"""
     return torch.ops.aten.round(self)
 
 
 def case_243(self):
-    """round (ops.yaml:591 sample 3)"""
+    """round (ops.yaml:604 sample 1)"""
     return torch.ops.aten.round(self)
 
 
 def case_244(self):
-    """trunc (ops.yaml:598 sample 0)"""
-    return torch.ops.aten.trunc(self)
+    """round (ops.yaml:604 sample 2)"""
+    return torch.ops.aten.round(self)
 
 
 def case_245(self):
-    """trunc (ops.yaml:598 sample 1)"""
-    return torch.ops.aten.trunc(self)
+    """round (ops.yaml:604 sample 3)"""
+    return torch.ops.aten.round(self)
 
 
 def case_246(self):
-    """trunc (ops.yaml:598 sample 2)"""
+    """trunc (ops.yaml:611 sample 0)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_247(self):
-    """trunc (ops.yaml:598 sample 3)"""
+    """trunc (ops.yaml:611 sample 1)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_248(self):
-    """leaky_relu (ops.yaml:605 sample 0)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """trunc (ops.yaml:611 sample 2)"""
+    return torch.ops.aten.trunc(self)
 
 
 def case_249(self):
-    """leaky_relu (ops.yaml:605 sample 1)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """trunc (ops.yaml:611 sample 3)"""
+    return torch.ops.aten.trunc(self)
 
 
 def case_250(self):
-    """leaky_relu (ops.yaml:605 sample 2)"""
+    """leaky_relu (ops.yaml:618 sample 0)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_251(self):
-    """leaky_relu (ops.yaml:605 sample 3)"""
+    """leaky_relu (ops.yaml:618 sample 1)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_252(grad_output, self):
-    """leaky_relu_backward (ops.yaml:613 sample 0)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+def case_252(self):
+    """leaky_relu (ops.yaml:618 sample 2)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_253(grad_output, self):
-    """leaky_relu_backward (ops.yaml:613 sample 1)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+def case_253(self):
+    """leaky_relu (ops.yaml:618 sample 3)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_254(grad_output, self):
-    """leaky_relu_backward (ops.yaml:613 sample 2)"""
+    """leaky_relu_backward (ops.yaml:626 sample 0)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_255(grad_output, self):
-    """leaky_relu_backward (ops.yaml:613 sample 3)"""
+    """leaky_relu_backward (ops.yaml:626 sample 1)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_256(grad_output, self):
-    """leaky_relu_backward (ops.yaml:613 sample 4)"""
+    """leaky_relu_backward (ops.yaml:626 sample 2)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_257(self):
-    """elu (ops.yaml:624 sample 0)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+def case_257(grad_output, self):
+    """leaky_relu_backward (ops.yaml:626 sample 3)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_258(self):
-    """elu (ops.yaml:624 sample 1)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+def case_258(grad_output, self):
+    """leaky_relu_backward (ops.yaml:626 sample 4)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_259(self):
-    """elu (ops.yaml:624 sample 2)"""
+    """elu (ops.yaml:637 sample 0)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1459,31 +1455,31 @@ def case_259(self):
 
 
 def case_260(self):
-    """elu (ops.yaml:624 sample 3)"""
+    """elu (ops.yaml:637 sample 1)"""
     alpha = 1
     scale = 1
     input_scale = 1
     return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
-def case_261(grad_output, self):
-    """elu_backward (ops.yaml:632 sample 0)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+def case_261(self):
+    """elu (ops.yaml:637 sample 2)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
-def case_262(grad_output, self):
-    """elu_backward (ops.yaml:632 sample 1)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+def case_262(self):
+    """elu (ops.yaml:637 sample 3)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
 def case_263(grad_output, self):
-    """elu_backward (ops.yaml:632 sample 2)"""
+    """elu_backward (ops.yaml:645 sample 0)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1491,7 +1487,7 @@ def case_263(grad_output, self):
 
 
 def case_264(grad_output, self):
-    """elu_backward (ops.yaml:632 sample 3)"""
+    """elu_backward (ops.yaml:645 sample 1)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1499,151 +1495,151 @@ def case_264(grad_output, self):
 
 
 def case_265(grad_output, self):
-    """elu_backward (ops.yaml:632 sample 4)"""
+    """elu_backward (ops.yaml:645 sample 2)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
     return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_266(self):
-    """silu (ops.yaml:643 sample 0)"""
-    return torch.ops.aten.silu(self)
+def case_266(grad_output, self):
+    """elu_backward (ops.yaml:645 sample 3)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_267(self):
-    """silu (ops.yaml:643 sample 1)"""
-    return torch.ops.aten.silu(self)
+def case_267(grad_output, self):
+    """elu_backward (ops.yaml:645 sample 4)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
 def case_268(self):
-    """silu (ops.yaml:643 sample 2)"""
+    """silu (ops.yaml:656 sample 0)"""
     return torch.ops.aten.silu(self)
 
 
 def case_269(self):
-    """silu (ops.yaml:643 sample 3)"""
+    """silu (ops.yaml:656 sample 1)"""
     return torch.ops.aten.silu(self)
 
 
 def case_270(self):
-    """isnan (ops.yaml:650 sample 0)"""
-    return torch.ops.aten.isnan(self)
+    """silu (ops.yaml:656 sample 2)"""
+    return torch.ops.aten.silu(self)
 
 
 def case_271(self):
-    """isnan (ops.yaml:650 sample 1)"""
-    return torch.ops.aten.isnan(self)
+    """silu (ops.yaml:656 sample 3)"""
+    return torch.ops.aten.silu(self)
 
 
 def case_272(self):
-    """isnan (ops.yaml:650 sample 2)"""
+    """isnan (ops.yaml:663 sample 0)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_273(self):
-    """isnan (ops.yaml:650 sample 3)"""
+    """isnan (ops.yaml:663 sample 1)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_274(self):
-    """isfinite (ops.yaml:659 sample 0)"""
-    return torch.ops.aten.isfinite(self)
+    """isnan (ops.yaml:663 sample 2)"""
+    return torch.ops.aten.isnan(self)
 
 
 def case_275(self):
-    """isfinite (ops.yaml:659 sample 1)"""
-    return torch.ops.aten.isfinite(self)
+    """isnan (ops.yaml:663 sample 3)"""
+    return torch.ops.aten.isnan(self)
 
 
 def case_276(self):
-    """isfinite (ops.yaml:659 sample 2)"""
+    """isfinite (ops.yaml:672 sample 0)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_277(self):
-    """isfinite (ops.yaml:659 sample 3)"""
+    """isfinite (ops.yaml:672 sample 1)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_278(self):
-    """gelu (ops.yaml:675 sample 0)"""
-    approximate = 'none'
-    return torch.ops.aten.gelu(self, approximate=approximate)
+    """isfinite (ops.yaml:672 sample 2)"""
+    return torch.ops.aten.isfinite(self)
 
 
 def case_279(self):
-    """gelu (ops.yaml:675 sample 1)"""
-    approximate = 'tanh'
-    return torch.ops.aten.gelu(self, approximate=approximate)
+    """isfinite (ops.yaml:672 sample 3)"""
+    return torch.ops.aten.isfinite(self)
 
 
 def case_280(self):
-    """gelu (ops.yaml:675 sample 2)"""
-    approximate = 'tanh'
+    """gelu (ops.yaml:688 sample 0)"""
+    approximate = 'none'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_281(self):
-    """gelu (ops.yaml:675 sample 3)"""
-    approximate = 'none'
+    """gelu (ops.yaml:688 sample 1)"""
+    approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_282(self):
-    """gelu (ops.yaml:675 sample 4)"""
+    """gelu (ops.yaml:688 sample 2)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
-def case_283(grad_output, self):
-    """gelu_backward (ops.yaml:691 sample 0)"""
+def case_283(self):
+    """gelu (ops.yaml:688 sample 3)"""
     approximate = 'none'
-    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+    return torch.ops.aten.gelu(self, approximate=approximate)
 
 
-def case_284(grad_output, self):
-    """gelu_backward (ops.yaml:691 sample 1)"""
+def case_284(self):
+    """gelu (ops.yaml:688 sample 4)"""
     approximate = 'tanh'
-    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+    return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_285(grad_output, self):
-    """gelu_backward (ops.yaml:691 sample 2)"""
-    approximate = 'tanh'
+    """gelu_backward (ops.yaml:704 sample 0)"""
+    approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_286(grad_output, self):
-    """gelu_backward (ops.yaml:691 sample 3)"""
-    approximate = 'none'
+    """gelu_backward (ops.yaml:704 sample 1)"""
+    approximate = 'tanh'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_287(grad_output, self):
-    """gelu_backward (ops.yaml:691 sample 4)"""
+    """gelu_backward (ops.yaml:704 sample 2)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_288(grad_output, self):
+    """gelu_backward (ops.yaml:704 sample 3)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
-def case_288(self):
-    """nan_to_num (ops.yaml:712 sample 0)"""
-    nan = None
-    posinf = None
-    neginf = None
-    return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
-
-
-def case_289(self):
-    """nan_to_num (ops.yaml:712 sample 1)"""
-    nan = 1.0
-    posinf = 2.0
-    neginf = -2.0
-    return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
+def case_289(grad_output, self):
+    """gelu_backward (ops.yaml:704 sample 4)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_290(self):
-    """nan_to_num (ops.yaml:712 sample 2)"""
+    """nan_to_num (ops.yaml:725 sample 0)"""
     nan = None
     posinf = None
     neginf = None
@@ -1651,1060 +1647,1076 @@ def case_290(self):
 
 
 def case_291(self):
-    """nan_to_num (ops.yaml:712 sample 3)"""
+    """nan_to_num (ops.yaml:725 sample 1)"""
+    nan = 1.0
+    posinf = 2.0
+    neginf = -2.0
+    return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
+
+
+def case_292(self):
+    """nan_to_num (ops.yaml:725 sample 2)"""
+    nan = None
+    posinf = None
+    neginf = None
+    return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
+
+
+def case_293(self):
+    """nan_to_num (ops.yaml:725 sample 3)"""
     nan = 0.5
     posinf = None
     neginf = None
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_292(self, other):
-    """eq.Tensor (ops.yaml:721 sample 0)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_293(self, other):
-    """eq.Tensor (ops.yaml:721 sample 1)"""
-    return torch.ops.aten.eq(self, other)
-
-
 def case_294(self, other):
-    """eq.Tensor (ops.yaml:721 sample 2)"""
+    """eq.Tensor (ops.yaml:734 sample 0)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_295(self, other):
-    """eq.Tensor (ops.yaml:721 sample 3)"""
+    """eq.Tensor (ops.yaml:734 sample 1)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_296(self, other):
-    """eq.Tensor (ops.yaml:721 sample 4)"""
+    """eq.Tensor (ops.yaml:734 sample 2)"""
     return torch.ops.aten.eq(self, other)
 
 
-def case_297(self):
-    """eq.Scalar (ops.yaml:731 sample 0)"""
-    other = 1.5
+def case_297(self, other):
+    """eq.Tensor (ops.yaml:734 sample 3)"""
     return torch.ops.aten.eq(self, other)
 
 
-def case_298(self):
-    """eq.Scalar (ops.yaml:731 sample 1)"""
-    other = 1.5
+def case_298(self, other):
+    """eq.Tensor (ops.yaml:734 sample 4)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_299(self):
-    """eq.Scalar (ops.yaml:731 sample 2)"""
+    """eq.Scalar (ops.yaml:744 sample 0)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_300(self):
-    """eq.Scalar (ops.yaml:731 sample 3)"""
+    """eq.Scalar (ops.yaml:744 sample 1)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
-def case_301(self, other):
-    """lt.Tensor (ops.yaml:740 sample 0)"""
-    return torch.ops.aten.lt(self, other)
+def case_301(self):
+    """eq.Scalar (ops.yaml:744 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
 
 
-def case_302(self, other):
-    """lt.Tensor (ops.yaml:740 sample 1)"""
-    return torch.ops.aten.lt(self, other)
+def case_302(self):
+    """eq.Scalar (ops.yaml:744 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
 
 
 def case_303(self, other):
-    """lt.Tensor (ops.yaml:740 sample 2)"""
+    """lt.Tensor (ops.yaml:753 sample 0)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_304(self, other):
-    """lt.Tensor (ops.yaml:740 sample 3)"""
+    """lt.Tensor (ops.yaml:753 sample 1)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_305(self, other):
-    """lt.Tensor (ops.yaml:740 sample 4)"""
+    """lt.Tensor (ops.yaml:753 sample 2)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_306(self):
-    """lt.Scalar (ops.yaml:750 sample 0)"""
-    other = 1.5
+def case_306(self, other):
+    """lt.Tensor (ops.yaml:753 sample 3)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_307(self):
-    """lt.Scalar (ops.yaml:750 sample 1)"""
-    other = 1.5
+def case_307(self, other):
+    """lt.Tensor (ops.yaml:753 sample 4)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_308(self):
-    """lt.Scalar (ops.yaml:750 sample 2)"""
+    """lt.Scalar (ops.yaml:763 sample 0)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_309(self):
-    """lt.Scalar (ops.yaml:750 sample 3)"""
+    """lt.Scalar (ops.yaml:763 sample 1)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_310(self, other):
-    """gt.Tensor (ops.yaml:759 sample 0)"""
-    return torch.ops.aten.gt(self, other)
+def case_310(self):
+    """lt.Scalar (ops.yaml:763 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
 
 
-def case_311(self, other):
-    """gt.Tensor (ops.yaml:759 sample 1)"""
-    return torch.ops.aten.gt(self, other)
+def case_311(self):
+    """lt.Scalar (ops.yaml:763 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
 
 
 def case_312(self, other):
-    """gt.Tensor (ops.yaml:759 sample 2)"""
+    """gt.Tensor (ops.yaml:772 sample 0)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_313(self, other):
-    """gt.Tensor (ops.yaml:759 sample 3)"""
+    """gt.Tensor (ops.yaml:772 sample 1)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_314(self, other):
-    """gt.Tensor (ops.yaml:759 sample 4)"""
+    """gt.Tensor (ops.yaml:772 sample 2)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_315(self):
-    """gt.Scalar (ops.yaml:769 sample 0)"""
-    other = 1.5
+def case_315(self, other):
+    """gt.Tensor (ops.yaml:772 sample 3)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_316(self):
-    """gt.Scalar (ops.yaml:769 sample 1)"""
-    other = 1.5
+def case_316(self, other):
+    """gt.Tensor (ops.yaml:772 sample 4)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_317(self):
-    """gt.Scalar (ops.yaml:769 sample 2)"""
+    """gt.Scalar (ops.yaml:782 sample 0)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_318(self):
-    """gt.Scalar (ops.yaml:769 sample 3)"""
+    """gt.Scalar (ops.yaml:782 sample 1)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_319(condition, self, other):
-    """where (ops.yaml:786 sample 0)"""
-    return torch.ops.aten.where(condition, self, other)
+def case_319(self):
+    """gt.Scalar (ops.yaml:782 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
 
 
-def case_320(condition, self, other):
-    """where (ops.yaml:786 sample 1)"""
-    return torch.ops.aten.where(condition, self, other)
+def case_320(self):
+    """gt.Scalar (ops.yaml:782 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
 
 
 def case_321(condition, self, other):
-    """where (ops.yaml:786 sample 2)"""
+    """where (ops.yaml:799 sample 0)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_322(self, other):
-    """ne.Tensor (ops.yaml:791 sample 0)"""
-    return torch.ops.aten.ne(self, other)
+def case_322(condition, self, other):
+    """where (ops.yaml:799 sample 1)"""
+    return torch.ops.aten.where(condition, self, other)
 
 
-def case_323(self, other):
-    """ne.Tensor (ops.yaml:791 sample 1)"""
-    return torch.ops.aten.ne(self, other)
+def case_323(condition, self, other):
+    """where (ops.yaml:799 sample 2)"""
+    return torch.ops.aten.where(condition, self, other)
 
 
 def case_324(self, other):
-    """ne.Tensor (ops.yaml:791 sample 2)"""
+    """ne.Tensor (ops.yaml:804 sample 0)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_325(self, other):
-    """ne.Tensor (ops.yaml:791 sample 3)"""
+    """ne.Tensor (ops.yaml:804 sample 1)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_326(self, other):
-    """ne.Tensor (ops.yaml:791 sample 4)"""
+    """ne.Tensor (ops.yaml:804 sample 2)"""
     return torch.ops.aten.ne(self, other)
 
 
-def case_327(self):
-    """ne.Scalar (ops.yaml:801 sample 0)"""
-    other = 1.5
+def case_327(self, other):
+    """ne.Tensor (ops.yaml:804 sample 3)"""
     return torch.ops.aten.ne(self, other)
 
 
-def case_328(self):
-    """ne.Scalar (ops.yaml:801 sample 1)"""
-    other = 1.5
+def case_328(self, other):
+    """ne.Tensor (ops.yaml:804 sample 4)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_329(self):
-    """ne.Scalar (ops.yaml:801 sample 2)"""
+    """ne.Scalar (ops.yaml:814 sample 0)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_330(self):
-    """ne.Scalar (ops.yaml:801 sample 3)"""
+    """ne.Scalar (ops.yaml:814 sample 1)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
-def case_331(self, other):
-    """le.Tensor (ops.yaml:810 sample 0)"""
-    return torch.ops.aten.le(self, other)
+def case_331(self):
+    """ne.Scalar (ops.yaml:814 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
 
 
-def case_332(self, other):
-    """le.Tensor (ops.yaml:810 sample 1)"""
-    return torch.ops.aten.le(self, other)
+def case_332(self):
+    """ne.Scalar (ops.yaml:814 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
 
 
 def case_333(self, other):
-    """le.Tensor (ops.yaml:810 sample 2)"""
+    """le.Tensor (ops.yaml:823 sample 0)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_334(self, other):
-    """le.Tensor (ops.yaml:810 sample 3)"""
+    """le.Tensor (ops.yaml:823 sample 1)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_335(self, other):
-    """le.Tensor (ops.yaml:810 sample 4)"""
+    """le.Tensor (ops.yaml:823 sample 2)"""
     return torch.ops.aten.le(self, other)
 
 
-def case_336(self):
-    """le.Scalar (ops.yaml:820 sample 0)"""
-    other = 1.5
+def case_336(self, other):
+    """le.Tensor (ops.yaml:823 sample 3)"""
     return torch.ops.aten.le(self, other)
 
 
-def case_337(self):
-    """le.Scalar (ops.yaml:820 sample 1)"""
-    other = 1.5
+def case_337(self, other):
+    """le.Tensor (ops.yaml:823 sample 4)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_338(self):
-    """le.Scalar (ops.yaml:820 sample 2)"""
+    """le.Scalar (ops.yaml:833 sample 0)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_339(self):
-    """le.Scalar (ops.yaml:820 sample 3)"""
+    """le.Scalar (ops.yaml:833 sample 1)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
-def case_340(self, other):
-    """ge.Tensor (ops.yaml:829 sample 0)"""
-    return torch.ops.aten.ge(self, other)
+def case_340(self):
+    """le.Scalar (ops.yaml:833 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
 
 
-def case_341(self, other):
-    """ge.Tensor (ops.yaml:829 sample 1)"""
-    return torch.ops.aten.ge(self, other)
+def case_341(self):
+    """le.Scalar (ops.yaml:833 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
 
 
 def case_342(self, other):
-    """ge.Tensor (ops.yaml:829 sample 2)"""
+    """ge.Tensor (ops.yaml:842 sample 0)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_343(self, other):
-    """ge.Tensor (ops.yaml:829 sample 3)"""
+    """ge.Tensor (ops.yaml:842 sample 1)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_344(self, other):
-    """ge.Tensor (ops.yaml:829 sample 4)"""
+    """ge.Tensor (ops.yaml:842 sample 2)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_345(self):
-    """ge.Scalar (ops.yaml:839 sample 0)"""
-    other = 1.5
+def case_345(self, other):
+    """ge.Tensor (ops.yaml:842 sample 3)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_346(self):
-    """ge.Scalar (ops.yaml:839 sample 1)"""
-    other = 1.5
+def case_346(self, other):
+    """ge.Tensor (ops.yaml:842 sample 4)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_347(self):
-    """ge.Scalar (ops.yaml:839 sample 2)"""
+    """ge.Scalar (ops.yaml:852 sample 0)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_348(self):
-    """ge.Scalar (ops.yaml:839 sample 3)"""
+    """ge.Scalar (ops.yaml:852 sample 1)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_349(self, other):
-    """logical_and (ops.yaml:848 sample 0)"""
-    return torch.ops.aten.logical_and(self, other)
+def case_349(self):
+    """ge.Scalar (ops.yaml:852 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
 
 
-def case_350(self, other):
-    """logical_and (ops.yaml:848 sample 1)"""
-    return torch.ops.aten.logical_and(self, other)
+def case_350(self):
+    """ge.Scalar (ops.yaml:852 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
 
 
 def case_351(self, other):
-    """logical_and (ops.yaml:848 sample 2)"""
+    """logical_and (ops.yaml:861 sample 0)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_352(self, other):
-    """logical_and (ops.yaml:848 sample 3)"""
+    """logical_and (ops.yaml:861 sample 1)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_353(self, other):
-    """logical_and (ops.yaml:848 sample 4)"""
+    """logical_and (ops.yaml:861 sample 2)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_354(self, other):
-    """logical_or (ops.yaml:858 sample 0)"""
-    return torch.ops.aten.logical_or(self, other)
+    """logical_and (ops.yaml:861 sample 3)"""
+    return torch.ops.aten.logical_and(self, other)
 
 
 def case_355(self, other):
-    """logical_or (ops.yaml:858 sample 1)"""
-    return torch.ops.aten.logical_or(self, other)
+    """logical_and (ops.yaml:861 sample 4)"""
+    return torch.ops.aten.logical_and(self, other)
 
 
 def case_356(self, other):
-    """logical_or (ops.yaml:858 sample 2)"""
+    """logical_or (ops.yaml:871 sample 0)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_357(self, other):
-    """logical_or (ops.yaml:858 sample 3)"""
+    """logical_or (ops.yaml:871 sample 1)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_358(self, other):
-    """logical_or (ops.yaml:858 sample 4)"""
+    """logical_or (ops.yaml:871 sample 2)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_359(self, other):
-    """logical_xor (ops.yaml:868 sample 0)"""
-    return torch.ops.aten.logical_xor(self, other)
+    """logical_or (ops.yaml:871 sample 3)"""
+    return torch.ops.aten.logical_or(self, other)
 
 
 def case_360(self, other):
-    """logical_xor (ops.yaml:868 sample 1)"""
-    return torch.ops.aten.logical_xor(self, other)
+    """logical_or (ops.yaml:871 sample 4)"""
+    return torch.ops.aten.logical_or(self, other)
 
 
 def case_361(self, other):
-    """logical_xor (ops.yaml:868 sample 2)"""
+    """logical_xor (ops.yaml:881 sample 0)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_362(self, other):
-    """logical_xor (ops.yaml:868 sample 3)"""
+    """logical_xor (ops.yaml:881 sample 1)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_363(self, other):
-    """logical_xor (ops.yaml:868 sample 4)"""
+    """logical_xor (ops.yaml:881 sample 2)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_364(self):
-    """logical_not (ops.yaml:878 sample 0)"""
-    return torch.ops.aten.logical_not(self)
+def case_364(self, other):
+    """logical_xor (ops.yaml:881 sample 3)"""
+    return torch.ops.aten.logical_xor(self, other)
 
 
-def case_365(self):
-    """logical_not (ops.yaml:878 sample 1)"""
-    return torch.ops.aten.logical_not(self)
+def case_365(self, other):
+    """logical_xor (ops.yaml:881 sample 4)"""
+    return torch.ops.aten.logical_xor(self, other)
 
 
 def case_366(self):
-    """logical_not (ops.yaml:878 sample 2)"""
+    """logical_not (ops.yaml:891 sample 0)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_367(self):
-    """logical_not (ops.yaml:878 sample 3)"""
+    """logical_not (ops.yaml:891 sample 1)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_368(self, mask):
-    """masked_fill.Scalar (ops.yaml:894 sample 0)"""
+def case_368(self):
+    """logical_not (ops.yaml:891 sample 2)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_369(self):
+    """logical_not (ops.yaml:891 sample 3)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_370(self, mask):
+    """masked_fill.Scalar (ops.yaml:907 sample 0)"""
     value = 1.5
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_369(self, mask):
-    """masked_fill.Scalar (ops.yaml:894 sample 1)"""
+def case_371(self, mask):
+    """masked_fill.Scalar (ops.yaml:907 sample 1)"""
     value = -2
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_370(self, mask):
-    """masked_fill.Scalar (ops.yaml:894 sample 2)"""
+def case_372(self, mask):
+    """masked_fill.Scalar (ops.yaml:907 sample 2)"""
     value = 0.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_371(self, mask):
-    """masked_fill.Scalar (ops.yaml:894 sample 3)"""
+def case_373(self, mask):
+    """masked_fill.Scalar (ops.yaml:907 sample 3)"""
     value = 1.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_372(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:911 sample 0)"""
-    return torch.ops.aten.masked_fill(self, mask, value)
-
-
-def case_373(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:911 sample 1)"""
-    return torch.ops.aten.masked_fill(self, mask, value)
-
-
 def case_374(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:911 sample 2)"""
+    """masked_fill.Tensor (ops.yaml:924 sample 0)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_375(self):
-    """sum (ops.yaml:926 sample 0)"""
-    dtype = None
-    return torch.ops.aten.sum(self, dtype=dtype)
+def case_375(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:924 sample 1)"""
+    return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_376(self):
-    """sum (ops.yaml:926 sample 1)"""
-    dtype = None
-    return torch.ops.aten.sum(self, dtype=dtype)
+def case_376(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:924 sample 2)"""
+    return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_377(self):
-    """sum (ops.yaml:926 sample 2)"""
+    """sum (ops.yaml:939 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_378(self):
-    """sum (ops.yaml:926 sample 3)"""
+    """sum (ops.yaml:939 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_379(self):
-    """sum.dim (ops.yaml:941 sample 0)"""
-    dim = [1]
-    keepdim = False
+    """sum (ops.yaml:939 sample 2)"""
     dtype = None
-    return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
+    return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_380(self):
-    """sum.dim (ops.yaml:941 sample 1)"""
-    dim = [0, 2]
-    keepdim = True
+    """sum (ops.yaml:939 sample 3)"""
     dtype = None
-    return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
+    return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_381(self):
-    """sum.dim (ops.yaml:941 sample 2)"""
-    dim = [-1]
+    """sum.dim (ops.yaml:954 sample 0)"""
+    dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
 def case_382(self):
-    """sum.dim (ops.yaml:941 sample 3)"""
+    """sum.dim (ops.yaml:954 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
+
+
+def case_383(self):
+    """sum.dim (ops.yaml:954 sample 2)"""
+    dim = [-1]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
+
+
+def case_384(self):
+    """sum.dim (ops.yaml:954 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_383(self):
-    """mean (ops.yaml:955 sample 0)"""
-    dtype = None
-    return torch.ops.aten.mean(self, dtype=dtype)
-
-
-def case_384(self):
-    """mean (ops.yaml:955 sample 1)"""
-    dtype = None
-    return torch.ops.aten.mean(self, dtype=dtype)
-
-
 def case_385(self):
-    """mean (ops.yaml:955 sample 2)"""
+    """mean (ops.yaml:968 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_386(self):
-    """mean.dim (ops.yaml:969 sample 0)"""
-    dim = [1]
-    keepdim = False
+    """mean (ops.yaml:968 sample 1)"""
     dtype = None
-    return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
+    return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_387(self):
-    """mean.dim (ops.yaml:969 sample 1)"""
+    """mean (ops.yaml:968 sample 2)"""
+    dtype = None
+    return torch.ops.aten.mean(self, dtype=dtype)
+
+
+def case_388(self):
+    """mean.dim (ops.yaml:982 sample 0)"""
+    dim = [1]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
+
+
+def case_389(self):
+    """mean.dim (ops.yaml:982 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_388(self):
-    """amax (ops.yaml:981 sample 0)"""
-    dim = [1]
-    keepdim = False
-    return torch.ops.aten.amax(self, dim, keepdim)
-
-
-def case_389(self):
-    """amax (ops.yaml:981 sample 1)"""
-    dim = [0, 2]
-    keepdim = True
-    return torch.ops.aten.amax(self, dim, keepdim)
-
-
 def case_390(self):
-    """amax (ops.yaml:981 sample 2)"""
-    dim = []
+    """amax (ops.yaml:994 sample 0)"""
+    dim = [1]
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_391(self):
-    """amin (ops.yaml:994 sample 0)"""
-    dim = [1]
-    keepdim = False
-    return torch.ops.aten.amin(self, dim, keepdim)
+    """amax (ops.yaml:994 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_392(self):
-    """amin (ops.yaml:994 sample 1)"""
-    dim = [0, 2]
-    keepdim = True
-    return torch.ops.aten.amin(self, dim, keepdim)
+    """amax (ops.yaml:994 sample 2)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_393(self):
-    """amin (ops.yaml:994 sample 2)"""
-    dim = [0]
+    """amin (ops.yaml:1007 sample 0)"""
+    dim = [1]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_394(self):
-    """amin (ops.yaml:994 sample 3)"""
-    dim = []
-    keepdim = False
+    """amin (ops.yaml:1007 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_395(self):
-    """amin (ops.yaml:994 sample 4)"""
-    dim = [1]
+    """amin (ops.yaml:1007 sample 2)"""
+    dim = [0]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_396(self):
-    """max (ops.yaml:1008 sample 0)"""
-    return torch.ops.aten.max(self)
+    """amin (ops.yaml:1007 sample 3)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_397(self):
-    """max (ops.yaml:1008 sample 1)"""
-    return torch.ops.aten.max(self)
+    """amin (ops.yaml:1007 sample 4)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_398(self):
-    """max (ops.yaml:1008 sample 2)"""
+    """max (ops.yaml:1021 sample 0)"""
     return torch.ops.aten.max(self)
 
 
 def case_399(self):
-    """min (ops.yaml:1020 sample 0)"""
-    return torch.ops.aten.min(self)
+    """max (ops.yaml:1021 sample 1)"""
+    return torch.ops.aten.max(self)
 
 
 def case_400(self):
-    """min (ops.yaml:1020 sample 1)"""
-    return torch.ops.aten.min(self)
+    """max (ops.yaml:1021 sample 2)"""
+    return torch.ops.aten.max(self)
 
 
 def case_401(self):
-    """min (ops.yaml:1020 sample 2)"""
+    """min (ops.yaml:1033 sample 0)"""
     return torch.ops.aten.min(self)
 
 
 def case_402(self):
-    """max.dim (ops.yaml:1034 sample 0 result values)"""
-    dim = 1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
+    """min (ops.yaml:1033 sample 1)"""
+    return torch.ops.aten.min(self)
 
 
 def case_403(self):
-    """max.dim (ops.yaml:1034 sample 0 result indices)"""
-    dim = 1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
+    """min (ops.yaml:1033 sample 2)"""
+    return torch.ops.aten.min(self)
 
 
 def case_404(self):
-    """max.dim (ops.yaml:1034 sample 1 result values)"""
-    dim = 0
-    keepdim = True
+    """max.dim (ops.yaml:1047 sample 0 result values)"""
+    dim = 1
+    keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_405(self):
-    """max.dim (ops.yaml:1034 sample 1 result indices)"""
+    """max.dim (ops.yaml:1047 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_406(self):
+    """max.dim (ops.yaml:1047 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_407(self):
+    """max.dim (ops.yaml:1047 sample 1 result indices)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
-def case_406(self):
-    """max.dim (ops.yaml:1034 sample 2 result values)"""
-    dim = -1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
-
-
-def case_407(self):
-    """max.dim (ops.yaml:1034 sample 2 result indices)"""
-    dim = -1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
-
-
 def case_408(self):
-    """max.dim (ops.yaml:1034 sample 3 result values)"""
-    dim = 0
+    """max.dim (ops.yaml:1047 sample 2 result values)"""
+    dim = -1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_409(self):
-    """max.dim (ops.yaml:1034 sample 3 result indices)"""
-    dim = 0
+    """max.dim (ops.yaml:1047 sample 2 result indices)"""
+    dim = -1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_410(self):
-    """max.dim (ops.yaml:1034 sample 4 result values)"""
+    """max.dim (ops.yaml:1047 sample 3 result values)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_411(self):
-    """max.dim (ops.yaml:1034 sample 4 result indices)"""
+    """max.dim (ops.yaml:1047 sample 3 result indices)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_412(self):
-    """min.dim (ops.yaml:1050 sample 0 result values)"""
-    dim = 1
+    """max.dim (ops.yaml:1047 sample 4 result values)"""
+    dim = 0
     keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[0]
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_413(self):
-    """min.dim (ops.yaml:1050 sample 0 result indices)"""
-    dim = 1
+    """max.dim (ops.yaml:1047 sample 4 result indices)"""
+    dim = 0
     keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[1]
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_414(self):
-    """min.dim (ops.yaml:1050 sample 1 result values)"""
-    dim = 0
-    keepdim = True
+    """min.dim (ops.yaml:1063 sample 0 result values)"""
+    dim = 1
+    keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
 def case_415(self):
-    """min.dim (ops.yaml:1050 sample 1 result indices)"""
+    """min.dim (ops.yaml:1063 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_416(self):
+    """min.dim (ops.yaml:1063 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_417(self):
+    """min.dim (ops.yaml:1063 sample 1 result indices)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
-def case_416(self):
-    """min.dim (ops.yaml:1050 sample 2 result values)"""
-    dim = -1
-    keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[0]
-
-
-def case_417(self):
-    """min.dim (ops.yaml:1050 sample 2 result indices)"""
-    dim = -1
-    keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[1]
-
-
 def case_418(self):
-    """min.dim (ops.yaml:1050 sample 3 result values)"""
-    dim = 0
+    """min.dim (ops.yaml:1063 sample 2 result values)"""
+    dim = -1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
 def case_419(self):
-    """min.dim (ops.yaml:1050 sample 3 result indices)"""
-    dim = 0
+    """min.dim (ops.yaml:1063 sample 2 result indices)"""
+    dim = -1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
 def case_420(self):
-    """argmax (ops.yaml:1064 sample 0)"""
-    dim = 1
+    """min.dim (ops.yaml:1063 sample 3 result values)"""
+    dim = 0
     keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
 def case_421(self):
-    """argmax (ops.yaml:1064 sample 1)"""
+    """min.dim (ops.yaml:1063 sample 3 result indices)"""
     dim = 0
-    keepdim = True
-    return torch.ops.aten.argmax(self, dim, keepdim)
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
 def case_422(self):
-    """argmax (ops.yaml:1064 sample 2)"""
-    dim = -1
+    """argmax (ops.yaml:1077 sample 0)"""
+    dim = 1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_423(self):
-    """argmax (ops.yaml:1064 sample 3)"""
-    dim = None
-    keepdim = False
+    """argmax (ops.yaml:1077 sample 1)"""
+    dim = 0
+    keepdim = True
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_424(self):
-    """argmax (ops.yaml:1064 sample 4)"""
-    dim = 1
+    """argmax (ops.yaml:1077 sample 2)"""
+    dim = -1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_425(self):
-    """argmin (ops.yaml:1079 sample 0)"""
-    dim = 1
+    """argmax (ops.yaml:1077 sample 3)"""
+    dim = None
     keepdim = False
-    return torch.ops.aten.argmin(self, dim, keepdim)
+    return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_426(self):
-    """argmin (ops.yaml:1079 sample 1)"""
-    dim = 0
-    keepdim = True
-    return torch.ops.aten.argmin(self, dim, keepdim)
+    """argmax (ops.yaml:1077 sample 4)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_427(self):
-    """argmin (ops.yaml:1079 sample 2)"""
-    dim = -1
+    """argmin (ops.yaml:1092 sample 0)"""
+    dim = 1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
 def case_428(self):
-    """argmin (ops.yaml:1079 sample 3)"""
+    """argmin (ops.yaml:1092 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_429(self):
+    """argmin (ops.yaml:1092 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_430(self):
+    """argmin (ops.yaml:1092 sample 3)"""
     dim = None
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_429(self):
-    """prod (ops.yaml:1093 sample 0)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
-
-
-def case_430(self):
-    """prod (ops.yaml:1093 sample 1)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
-
-
 def case_431(self):
-    """prod (ops.yaml:1093 sample 2)"""
+    """prod (ops.yaml:1106 sample 0)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
 def case_432(self):
-    """prod (ops.yaml:1093 sample 3)"""
+    """prod (ops.yaml:1106 sample 1)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
 def case_433(self):
-    """prod.dim_int (ops.yaml:1108 sample 0)"""
-    dim = 1
-    keepdim = False
+    """prod (ops.yaml:1106 sample 2)"""
     dtype = None
-    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+    return torch.ops.aten.prod(self, dtype=dtype)
 
 
 def case_434(self):
-    """prod.dim_int (ops.yaml:1108 sample 1)"""
-    dim = 0
-    keepdim = True
+    """prod (ops.yaml:1106 sample 3)"""
     dtype = None
-    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+    return torch.ops.aten.prod(self, dtype=dtype)
 
 
 def case_435(self):
-    """prod.dim_int (ops.yaml:1108 sample 2)"""
-    dim = -1
+    """prod.dim_int (ops.yaml:1121 sample 0)"""
+    dim = 1
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
 def case_436(self):
-    """prod.dim_int (ops.yaml:1108 sample 3)"""
+    """prod.dim_int (ops.yaml:1121 sample 1)"""
+    dim = 0
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_437(self):
+    """prod.dim_int (ops.yaml:1121 sample 2)"""
+    dim = -1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_438(self):
+    """prod.dim_int (ops.yaml:1121 sample 3)"""
     dim = 0
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_437(self):
-    """all (ops.yaml:1122 sample 0)"""
-    return torch.ops.aten.all(self)
-
-
-def case_438(self):
-    """all (ops.yaml:1122 sample 1)"""
-    return torch.ops.aten.all(self)
-
-
 def case_439(self):
-    """all.dim (ops.yaml:1135 sample 0)"""
-    dim = 1
-    keepdim = False
-    return torch.ops.aten.all(self, dim, keepdim)
+    """all (ops.yaml:1135 sample 0)"""
+    return torch.ops.aten.all(self)
 
 
 def case_440(self):
-    """all.dim (ops.yaml:1135 sample 1)"""
-    dim = 0
-    keepdim = True
-    return torch.ops.aten.all(self, dim, keepdim)
+    """all (ops.yaml:1135 sample 1)"""
+    return torch.ops.aten.all(self)
 
 
 def case_441(self):
-    """all.dim (ops.yaml:1135 sample 2)"""
+    """all.dim (ops.yaml:1148 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
 def case_442(self):
-    """any (ops.yaml:1148 sample 0)"""
-    return torch.ops.aten.any(self)
+    """all.dim (ops.yaml:1148 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.all(self, dim, keepdim)
 
 
 def case_443(self):
-    """any (ops.yaml:1148 sample 1)"""
-    return torch.ops.aten.any(self)
+    """all.dim (ops.yaml:1148 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
 
 
 def case_444(self):
-    """any.dim (ops.yaml:1161 sample 0)"""
-    dim = 1
-    keepdim = False
-    return torch.ops.aten.any(self, dim, keepdim)
+    """any (ops.yaml:1161 sample 0)"""
+    return torch.ops.aten.any(self)
 
 
 def case_445(self):
-    """any.dim (ops.yaml:1161 sample 1)"""
-    dim = 0
-    keepdim = True
-    return torch.ops.aten.any(self, dim, keepdim)
+    """any (ops.yaml:1161 sample 1)"""
+    return torch.ops.aten.any(self)
 
 
 def case_446(self):
-    """any.dim (ops.yaml:1161 sample 2)"""
+    """any.dim (ops.yaml:1174 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
 def case_447(self):
-    """cumsum (ops.yaml:1174 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+    """any.dim (ops.yaml:1174 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.any(self, dim, keepdim)
 
 
 def case_448(self):
-    """cumsum (ops.yaml:1174 sample 1)"""
+    """any.dim (ops.yaml:1174 sample 2)"""
     dim = 1
-    dtype = None
-    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
 
 
 def case_449(self):
-    """cumsum (ops.yaml:1174 sample 2)"""
-    dim = 0
+    """cumsum (ops.yaml:1187 sample 0)"""
+    dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_450(self):
-    """cumsum (ops.yaml:1174 sample 3)"""
-    dim = 0
+    """cumsum (ops.yaml:1187 sample 1)"""
+    dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_451(self):
-    """cumsum (ops.yaml:1174 sample 4)"""
+    """cumsum (ops.yaml:1187 sample 2)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_452(self):
-    """logsumexp (ops.yaml:1189 sample 0)"""
-    dim = [1]
-    keepdim = False
-    return torch.ops.aten.logsumexp(self, dim, keepdim)
+    """cumsum (ops.yaml:1187 sample 3)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_453(self):
-    """logsumexp (ops.yaml:1189 sample 1)"""
-    dim = [0, 2]
-    keepdim = True
-    return torch.ops.aten.logsumexp(self, dim, keepdim)
+    """cumsum (ops.yaml:1187 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_454(self):
-    """logsumexp (ops.yaml:1189 sample 2)"""
-    dim = [0]
+    """logsumexp (ops.yaml:1202 sample 0)"""
+    dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_455(self):
-    """logsumexp (ops.yaml:1189 sample 3)"""
+    """logsumexp (ops.yaml:1202 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_456(self):
+    """logsumexp (ops.yaml:1202 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_457(self):
+    """logsumexp (ops.yaml:1202 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_456(self):
-    """var.correction (ops.yaml:1203 sample 0)"""
+def case_458(self):
+    """var.correction (ops.yaml:1216 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_457(self):
-    """var.correction (ops.yaml:1203 sample 1)"""
+def case_459(self):
+    """var.correction (ops.yaml:1216 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_458(self):
-    """var.correction (ops.yaml:1203 sample 2)"""
+def case_460(self):
+    """var.correction (ops.yaml:1216 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_459(self):
-    """var.correction (ops.yaml:1203 sample 3)"""
+def case_461(self):
+    """var.correction (ops.yaml:1216 sample 3)"""
     dim = []
     correction = None
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_460(self):
-    """std.correction (ops.yaml:1218 sample 0)"""
+def case_462(self):
+    """std.correction (ops.yaml:1231 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_461(self):
-    """std.correction (ops.yaml:1218 sample 1)"""
+def case_463(self):
+    """std.correction (ops.yaml:1231 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_462(self):
-    """std.correction (ops.yaml:1218 sample 2)"""
+def case_464(self):
+    """std.correction (ops.yaml:1231 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_463(self):
-    """linalg_vector_norm (ops.yaml:1236 sample 0)"""
+def case_465(self):
+    """linalg_vector_norm (ops.yaml:1249 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2712,8 +2724,8 @@ def case_463(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_464(self):
-    """linalg_vector_norm (ops.yaml:1236 sample 1)"""
+def case_466(self):
+    """linalg_vector_norm (ops.yaml:1249 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2721,8 +2733,8 @@ def case_464(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_465(self):
-    """linalg_vector_norm (ops.yaml:1236 sample 2)"""
+def case_467(self):
+    """linalg_vector_norm (ops.yaml:1249 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2730,8 +2742,8 @@ def case_465(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_466(self):
-    """linalg_vector_norm (ops.yaml:1236 sample 3)"""
+def case_468(self):
+    """linalg_vector_norm (ops.yaml:1249 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2739,400 +2751,400 @@ def case_466(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_467(self, mat2):
-    """mm (ops.yaml:1323 sample 0)"""
-    return torch.ops.aten.mm(self, mat2)
-
-
-def case_468(self, mat2):
-    """mm (ops.yaml:1323 sample 1)"""
-    return torch.ops.aten.mm(self, mat2)
-
-
 def case_469(self, mat2):
-    """mm (ops.yaml:1323 sample 2)"""
+    """mm (ops.yaml:1336 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_470(self, mat2):
-    """mm (ops.yaml:1323 sample 3)"""
+    """mm (ops.yaml:1336 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_471(self, other):
-    """matmul (ops.yaml:1341 sample 0)"""
-    return torch.ops.aten.matmul(self, other)
+def case_471(self, mat2):
+    """mm (ops.yaml:1336 sample 2)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
-def case_472(self, other):
-    """matmul (ops.yaml:1341 sample 1)"""
-    return torch.ops.aten.matmul(self, other)
+def case_472(self, mat2):
+    """mm (ops.yaml:1336 sample 3)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
 def case_473(self, other):
-    """matmul (ops.yaml:1341 sample 2)"""
+    """matmul (ops.yaml:1354 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_474(self, other):
-    """matmul (ops.yaml:1341 sample 3)"""
+    """matmul (ops.yaml:1354 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_475(self, other):
-    """matmul (ops.yaml:1341 sample 4)"""
+    """matmul (ops.yaml:1354 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_476(self, other):
-    """matmul (ops.yaml:1341 sample 5)"""
+    """matmul (ops.yaml:1354 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_477(self, other):
-    """matmul (ops.yaml:1341 sample 6)"""
+    """matmul (ops.yaml:1354 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_478(self, other):
-    """matmul (ops.yaml:1341 sample 7)"""
+    """matmul (ops.yaml:1354 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_479(self, other):
-    """matmul (ops.yaml:1341 sample 8)"""
+    """matmul (ops.yaml:1354 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_480(self, other):
-    """matmul (ops.yaml:1341 sample 9)"""
+    """matmul (ops.yaml:1354 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_481(self, other):
-    """matmul (ops.yaml:1341 sample 10)"""
+    """matmul (ops.yaml:1354 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_482(self, mat2):
-    """bmm (ops.yaml:1371 sample 0)"""
-    return torch.ops.aten.bmm(self, mat2)
+def case_482(self, other):
+    """matmul (ops.yaml:1354 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
 
 
-def case_483(self, mat2):
-    """bmm (ops.yaml:1371 sample 1)"""
-    return torch.ops.aten.bmm(self, mat2)
+def case_483(self, other):
+    """matmul (ops.yaml:1354 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
 
 
 def case_484(self, mat2):
-    """bmm (ops.yaml:1371 sample 2)"""
+    """bmm (ops.yaml:1384 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_485(self, mat2):
-    """bmm (ops.yaml:1371 sample 3)"""
+    """bmm (ops.yaml:1384 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_486(self, mat1, mat2):
-    """addmm (ops.yaml:1398 sample 0)"""
+def case_486(self, mat2):
+    """bmm (ops.yaml:1384 sample 2)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_487(self, mat2):
+    """bmm (ops.yaml:1384 sample 3)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_488(self, mat1, mat2):
+    """addmm (ops.yaml:1411 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_487(self, mat1, mat2):
-    """addmm (ops.yaml:1398 sample 1)"""
-    beta = 1
-    alpha = 1
-    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
-
-
-def case_488(self, mat1, mat2):
-    """addmm (ops.yaml:1398 sample 2)"""
-    beta = 1
-    alpha = 1
-    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
-
-
 def case_489(self, mat1, mat2):
-    """addmm (ops.yaml:1398 sample 3)"""
-    beta = 2
+    """addmm (ops.yaml:1411 sample 1)"""
+    beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_490(self, mat1, mat2):
-    """addmm (ops.yaml:1398 sample 4)"""
+    """addmm (ops.yaml:1411 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_491(self, batch1, batch2):
-    """baddbmm (ops.yaml:1430 sample 0)"""
+def case_491(self, mat1, mat2):
+    """addmm (ops.yaml:1411 sample 3)"""
+    beta = 2
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_492(self, mat1, mat2):
+    """addmm (ops.yaml:1411 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_493(self, batch1, batch2):
+    """baddbmm (ops.yaml:1443 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_492(self, batch1, batch2):
-    """baddbmm (ops.yaml:1430 sample 1)"""
-    beta = 1
-    alpha = 1
-    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
-
-
-def case_493(self, batch1, batch2):
-    """baddbmm (ops.yaml:1430 sample 2)"""
-    beta = 1
-    alpha = 1
-    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
-
-
 def case_494(self, batch1, batch2):
-    """baddbmm (ops.yaml:1430 sample 3)"""
+    """baddbmm (ops.yaml:1443 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_495(self, batch1, batch2):
-    """baddbmm (ops.yaml:1430 sample 4)"""
+    """baddbmm (ops.yaml:1443 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_496(self, tensor):
-    """dot (ops.yaml:1451 sample 0)"""
-    return torch.ops.aten.dot(self, tensor)
+def case_496(self, batch1, batch2):
+    """baddbmm (ops.yaml:1443 sample 3)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_497(self, tensor):
-    """dot (ops.yaml:1451 sample 1)"""
-    return torch.ops.aten.dot(self, tensor)
+def case_497(self, batch1, batch2):
+    """baddbmm (ops.yaml:1443 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_498(self, tensor):
-    """dot (ops.yaml:1451 sample 2)"""
+    """dot (ops.yaml:1464 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_499(self, vec2):
-    """outer (ops.yaml:1468 sample 0)"""
-    return torch.ops.aten.outer(self, vec2)
+def case_499(self, tensor):
+    """dot (ops.yaml:1464 sample 1)"""
+    return torch.ops.aten.dot(self, tensor)
 
 
-def case_500(self, vec2):
-    """outer (ops.yaml:1468 sample 1)"""
-    return torch.ops.aten.outer(self, vec2)
+def case_500(self, tensor):
+    """dot (ops.yaml:1464 sample 2)"""
+    return torch.ops.aten.dot(self, tensor)
 
 
 def case_501(self, vec2):
-    """outer (ops.yaml:1468 sample 2)"""
+    """outer (ops.yaml:1481 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_502(input, weight, bias):
-    """linear (ops.yaml:1487 sample 0)"""
-    return torch.ops.aten.linear(input, weight, bias)
+def case_502(self, vec2):
+    """outer (ops.yaml:1481 sample 1)"""
+    return torch.ops.aten.outer(self, vec2)
 
 
-def case_503(input, weight, bias):
-    """linear (ops.yaml:1487 sample 1)"""
-    return torch.ops.aten.linear(input, weight, bias)
+def case_503(self, vec2):
+    """outer (ops.yaml:1481 sample 2)"""
+    return torch.ops.aten.outer(self, vec2)
 
 
-def case_504(input, weight):
-    """linear (ops.yaml:1487 sample 2)"""
-    bias = None
+def case_504(input, weight, bias):
+    """linear (ops.yaml:1500 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_505(input, weight, bias):
-    """linear (ops.yaml:1487 sample 3)"""
+    """linear (ops.yaml:1500 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_506(input, weight, bias):
-    """linear (ops.yaml:1487 sample 4)"""
+def case_506(input, weight):
+    """linear (ops.yaml:1500 sample 2)"""
+    bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_507(input, weight, bias):
-    """linear (ops.yaml:1487 sample 5)"""
+    """linear (ops.yaml:1500 sample 3)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_508(input, weight):
-    """linear (ops.yaml:1487 sample 6)"""
-    bias = None
+def case_508(input, weight, bias):
+    """linear (ops.yaml:1500 sample 4)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_509(input, weight):
-    """linear (ops.yaml:1487 sample 7)"""
-    bias = None
+def case_509(input, weight, bias):
+    """linear (ops.yaml:1500 sample 5)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_510(input, weight):
-    """linear (ops.yaml:1487 sample 8)"""
+    """linear (ops.yaml:1500 sample 6)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_511(input, weight, bias):
-    """linear (ops.yaml:1487 sample 9)"""
+def case_511(input, weight):
+    """linear (ops.yaml:1500 sample 7)"""
+    bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_512(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1513 sample 0)"""
-    alpha = 1
-    return torch.mm(grad, mat2.t()) * alpha
+def case_512(input, weight):
+    """linear (ops.yaml:1500 sample 8)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_513(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1513 sample 1)"""
-    alpha = 2
-    return torch.mm(grad, mat2.t()) * alpha
+def case_513(input, weight, bias):
+    """linear (ops.yaml:1500 sample 9)"""
+    return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_514(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1513 sample 2)"""
+    """mm_mat1_backward (ops.yaml:1526 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_515(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1513 sample 3)"""
+    """mm_mat1_backward (ops.yaml:1526 sample 1)"""
+    alpha = 2
+    return torch.mm(grad, mat2.t()) * alpha
+
+
+def case_516(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1526 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_516(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1534 sample 0)"""
+def case_517(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1526 sample 3)"""
     alpha = 1
-    return torch.mm(mat1.t(), grad) * alpha
-
-
-def case_517(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1534 sample 1)"""
-    alpha = 2
-    return torch.mm(mat1.t(), grad) * alpha
+    return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_518(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1534 sample 2)"""
+    """mm_mat2_backward (ops.yaml:1547 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_519(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1534 sample 3)"""
+    """mm_mat2_backward (ops.yaml:1547 sample 1)"""
+    alpha = 2
+    return torch.mm(mat1.t(), grad) * alpha
+
+
+def case_520(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1547 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_520(self):
-    """t (ops.yaml:1552 sample 0)"""
-    return torch.ops.aten.t(self)
-
-
-def case_521(self):
-    """t (ops.yaml:1552 sample 1)"""
-    return torch.ops.aten.t(self)
+def case_521(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1547 sample 3)"""
+    alpha = 1
+    return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_522(self):
-    """transpose (ops.yaml:1563 sample 0)"""
+    """t (ops.yaml:1565 sample 0)"""
+    return torch.ops.aten.t(self)
+
+
+def case_523(self):
+    """t (ops.yaml:1565 sample 1)"""
+    return torch.ops.aten.t(self)
+
+
+def case_524(self):
+    """transpose (ops.yaml:1576 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_523(self):
-    """transpose (ops.yaml:1563 sample 1)"""
+def case_525(self):
+    """transpose (ops.yaml:1576 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_524(self):
-    """permute (ops.yaml:1577 sample 0)"""
+def case_526(self):
+    """permute (ops.yaml:1590 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_525(self):
-    """view (ops.yaml:1586 sample 0)"""
+def case_527(self):
+    """view (ops.yaml:1599 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_526(self):
-    """view (ops.yaml:1586 sample 1)"""
+def case_528(self):
+    """view (ops.yaml:1599 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_527(self):
-    """reshape (ops.yaml:1596 sample 0)"""
+def case_529(self):
+    """reshape (ops.yaml:1609 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_528(self):
-    """reshape (ops.yaml:1596 sample 1)"""
+def case_530(self):
+    """reshape (ops.yaml:1609 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_529(self):
-    """expand (ops.yaml:1606 sample 0)"""
+def case_531(self):
+    """expand (ops.yaml:1619 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_530(self):
-    """expand (ops.yaml:1606 sample 1)"""
+def case_532(self):
+    """expand (ops.yaml:1619 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_531(self):
-    """squeeze (ops.yaml:1616 sample 0)"""
+def case_533(self):
+    """squeeze (ops.yaml:1629 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_532(self):
-    """squeeze.dim (ops.yaml:1626 sample 0)"""
+def case_534(self):
+    """squeeze.dim (ops.yaml:1639 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_533(self):
-    """squeeze.dim (ops.yaml:1626 sample 1)"""
+def case_535(self):
+    """squeeze.dim (ops.yaml:1639 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_534(self):
-    """unsqueeze (ops.yaml:1637 sample 0)"""
+def case_536(self):
+    """unsqueeze (ops.yaml:1650 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_535(self):
-    """unsqueeze (ops.yaml:1637 sample 1)"""
+def case_537(self):
+    """unsqueeze (ops.yaml:1650 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_536(self):
-    """slice (ops.yaml:1651 sample 0)"""
+def case_538(self):
+    """slice (ops.yaml:1664 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -3140,8 +3152,8 @@ def case_536(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_537(self):
-    """slice (ops.yaml:1651 sample 1)"""
+def case_539(self):
+    """slice (ops.yaml:1664 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -3149,764 +3161,748 @@ def case_537(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_538(self):
-    """select (ops.yaml:1662 sample 0)"""
+def case_540(self):
+    """select (ops.yaml:1675 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_539(self):
-    """select (ops.yaml:1662 sample 1)"""
+def case_541(self):
+    """select (ops.yaml:1675 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_540(self):
-    """contiguous (ops.yaml:1672 sample 0)"""
+def case_542(self):
+    """contiguous (ops.yaml:1685 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_541(self):
-    """flatten.using_ints (ops.yaml:1685 sample 0)"""
+def case_543(self):
+    """flatten.using_ints (ops.yaml:1698 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_542(self):
-    """flatten.using_ints (ops.yaml:1685 sample 1)"""
-    start_dim = 0
-    end_dim = -1
-    return torch.ops.aten.flatten(self, start_dim, end_dim)
-
-
-def case_543(self):
-    """flatten.using_ints (ops.yaml:1685 sample 2)"""
-    start_dim = 0
-    end_dim = -1
-    return torch.ops.aten.flatten(self, start_dim, end_dim)
-
-
 def case_544(self):
-    """flatten.using_ints (ops.yaml:1685 sample 3)"""
+    """flatten.using_ints (ops.yaml:1698 sample 1)"""
     start_dim = 0
-    end_dim = 1
+    end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_545(self):
-    """flatten.using_ints (ops.yaml:1685 sample 4)"""
+    """flatten.using_ints (ops.yaml:1698 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_546(self):
-    """unflatten.int (ops.yaml:1704 sample 0)"""
+    """flatten.using_ints (ops.yaml:1698 sample 3)"""
+    start_dim = 0
+    end_dim = 1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_547(self):
+    """flatten.using_ints (ops.yaml:1698 sample 4)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_548(self):
+    """unflatten.int (ops.yaml:1717 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_547(self):
-    """unflatten.int (ops.yaml:1704 sample 1)"""
+def case_549(self):
+    """unflatten.int (ops.yaml:1717 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_548(self):
-    """unflatten.int (ops.yaml:1704 sample 2)"""
+def case_550(self):
+    """unflatten.int (ops.yaml:1717 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_549(self):
-    """unflatten.int (ops.yaml:1704 sample 3)"""
+def case_551(self):
+    """unflatten.int (ops.yaml:1717 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_550(self):
-    """broadcast_to (ops.yaml:1716 sample 0)"""
+def case_552(self):
+    """broadcast_to (ops.yaml:1729 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_551(self):
-    """broadcast_to (ops.yaml:1716 sample 1)"""
+def case_553(self):
+    """broadcast_to (ops.yaml:1729 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_552(self):
-    """broadcast_to (ops.yaml:1716 sample 2)"""
+def case_554(self):
+    """broadcast_to (ops.yaml:1729 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_553(self):
-    """broadcast_to (ops.yaml:1716 sample 3)"""
+def case_555(self):
+    """broadcast_to (ops.yaml:1729 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_554(self):
-    """narrow (ops.yaml:1734 sample 0)"""
+def case_556(self):
+    """narrow (ops.yaml:1747 sample 0)"""
     dim = 0
     start = 1
     length = 3
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_555(self):
-    """narrow (ops.yaml:1734 sample 1)"""
+def case_557(self):
+    """narrow (ops.yaml:1747 sample 1)"""
     dim = 1
     start = -3
     length = 2
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_556(self):
-    """narrow (ops.yaml:1734 sample 2)"""
+def case_558(self):
+    """narrow (ops.yaml:1747 sample 2)"""
     dim = 0
     start = 2
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_557(self):
-    """narrow (ops.yaml:1734 sample 3)"""
+def case_559(self):
+    """narrow (ops.yaml:1747 sample 3)"""
     dim = 1
     start = 3
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_558(self):
-    """repeat (ops.yaml:1749 sample 0)"""
-    repeats = [2, 2]
-    return torch.ops.aten.repeat(self, repeats)
-
-
-def case_559(self):
-    """repeat (ops.yaml:1749 sample 1)"""
-    repeats = [2, 1, 2]
-    return torch.ops.aten.repeat(self, repeats)
-
-
 def case_560(self):
-    """repeat (ops.yaml:1749 sample 2)"""
-    repeats = [1, 3]
+    """repeat (ops.yaml:1762 sample 0)"""
+    repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_561(self):
-    """repeat (ops.yaml:1749 sample 3)"""
-    repeats = [2, 2]
+    """repeat (ops.yaml:1762 sample 1)"""
+    repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_562(self):
-    """repeat (ops.yaml:1749 sample 4)"""
-    repeats = [3]
+    """repeat (ops.yaml:1762 sample 2)"""
+    repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_563(self):
-    """repeat (ops.yaml:1749 sample 5)"""
-    repeats = [0]
+    """repeat (ops.yaml:1762 sample 3)"""
+    repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_564(self):
-    """flip (ops.yaml:1764 sample 0)"""
+    """repeat (ops.yaml:1762 sample 4)"""
+    repeats = [3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_565(self):
+    """repeat (ops.yaml:1762 sample 5)"""
+    repeats = [0]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_566(self):
+    """flip (ops.yaml:1777 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_565(self):
-    """flip (ops.yaml:1764 sample 1)"""
+def case_567(self):
+    """flip (ops.yaml:1777 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_566(self):
-    """flip (ops.yaml:1764 sample 2)"""
-    dims = [1]
-    return torch.ops.aten.flip(self, dims)
-
-
-def case_567(self):
-    """flip (ops.yaml:1764 sample 3)"""
-    dims = [1]
-    return torch.ops.aten.flip(self, dims)
-
-
 def case_568(self):
-    """flip (ops.yaml:1764 sample 4)"""
-    dims = []
+    """flip (ops.yaml:1777 sample 2)"""
+    dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_569(self):
-    """roll (ops.yaml:1781 sample 0)"""
+    """flip (ops.yaml:1777 sample 3)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_570(self):
+    """flip (ops.yaml:1777 sample 4)"""
+    dims = []
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_571(self):
+    """roll (ops.yaml:1794 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_570(self):
-    """roll (ops.yaml:1781 sample 1)"""
+def case_572(self):
+    """roll (ops.yaml:1794 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_571(self):
-    """roll (ops.yaml:1781 sample 2)"""
+def case_573(self):
+    """roll (ops.yaml:1794 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_572(self):
-    """roll (ops.yaml:1781 sample 3)"""
+def case_574(self):
+    """roll (ops.yaml:1794 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_573(self):
-    """roll (ops.yaml:1781 sample 4)"""
+def case_575(self):
+    """roll (ops.yaml:1794 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_574(self):
-    """tril (ops.yaml:1805 sample 0)"""
-    diagonal = 0
-    return torch.ops.aten.tril(self, diagonal)
-
-
-def case_575(self):
-    """tril (ops.yaml:1805 sample 1)"""
-    diagonal = 1
-    return torch.ops.aten.tril(self, diagonal)
-
-
 def case_576(self):
-    """tril (ops.yaml:1805 sample 2)"""
-    diagonal = -1
+    """tril (ops.yaml:1818 sample 0)"""
+    diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_577(self):
-    """tril (ops.yaml:1805 sample 3)"""
-    diagonal = 0
+    """tril (ops.yaml:1818 sample 1)"""
+    diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_578(self):
-    """tril (ops.yaml:1805 sample 4)"""
-    diagonal = -7
+    """tril (ops.yaml:1818 sample 2)"""
+    diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_579(self):
-    """triu (ops.yaml:1821 sample 0)"""
+    """tril (ops.yaml:1818 sample 3)"""
     diagonal = 0
-    return torch.ops.aten.triu(self, diagonal)
+    return torch.ops.aten.tril(self, diagonal)
 
 
 def case_580(self):
-    """triu (ops.yaml:1821 sample 1)"""
-    diagonal = 1
-    return torch.ops.aten.triu(self, diagonal)
+    """tril (ops.yaml:1818 sample 4)"""
+    diagonal = -7
+    return torch.ops.aten.tril(self, diagonal)
 
 
 def case_581(self):
-    """triu (ops.yaml:1821 sample 2)"""
-    diagonal = -1
+    """triu (ops.yaml:1834 sample 0)"""
+    diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_582(self):
-    """triu (ops.yaml:1821 sample 3)"""
-    diagonal = 0
+    """triu (ops.yaml:1834 sample 1)"""
+    diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_583(self):
-    """triu (ops.yaml:1821 sample 4)"""
-    diagonal = 9
+    """triu (ops.yaml:1834 sample 2)"""
+    diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_584(self):
-    """pad (ops.yaml:1835 sample 0)"""
-    pad = [1, 2]
-    mode = 'constant'
-    value = None
-    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+    """triu (ops.yaml:1834 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
 
 
 def case_585(self):
-    """pad (ops.yaml:1835 sample 1)"""
-    pad = [1, 0, -1, 2]
-    mode = 'constant'
-    value = 1.5
-    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+    """triu (ops.yaml:1834 sample 4)"""
+    diagonal = 9
+    return torch.ops.aten.triu(self, diagonal)
 
 
 def case_586(self):
-    """pad (ops.yaml:1835 sample 2)"""
-    pad = [2, 1, 1, 1]
+    """pad (ops.yaml:1848 sample 0)"""
+    pad = [1, 2]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
 def case_587(self):
-    """pad (ops.yaml:1835 sample 3)"""
+    """pad (ops.yaml:1848 sample 1)"""
+    pad = [1, 0, -1, 2]
+    mode = 'constant'
+    value = 1.5
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_588(self):
+    """pad (ops.yaml:1848 sample 2)"""
+    pad = [2, 1, 1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_589(self):
+    """pad (ops.yaml:1848 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_588(self):
-    """pad (ops.yaml:1835 sample 4)"""
+def case_590(self):
+    """pad (ops.yaml:1848 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_589(self):
-    """pad (ops.yaml:1835 sample 5)"""
+def case_591(self):
+    """pad (ops.yaml:1848 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_590(self):
-    """pad (ops.yaml:1835 sample 6)"""
+def case_592(self):
+    """pad (ops.yaml:1848 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_591(self):
-    """pad (ops.yaml:1835 sample 7)"""
+def case_593(self):
+    """pad (ops.yaml:1848 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_592(tensors_0, tensors_1):
-    """cat (ops.yaml:1855 sample 0)"""
+def case_594(tensors_0, tensors_1):
+    """cat (ops.yaml:1868 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_593(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1855 sample 1)"""
-    tensors = [tensors_0, tensors_1, tensors_2]
-    dim = -1
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_594(tensors_0, tensors_1):
-    """cat (ops.yaml:1855 sample 2)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 1
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_595(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1855 sample 3)"""
+    """cat (ops.yaml:1868 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_596(tensors_0, tensors_1):
+    """cat (ops.yaml:1868 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_597(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1868 sample 3)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_596(tensors_0, tensors_1):
-    """cat (ops.yaml:1855 sample 4)"""
+def case_598(tensors_0, tensors_1):
+    """cat (ops.yaml:1868 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_597(tensors_0, tensors_1):
-    """stack (ops.yaml:1876 sample 0)"""
+def case_599(tensors_0, tensors_1):
+    """stack (ops.yaml:1889 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_598(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1876 sample 1)"""
+def case_600(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1889 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_599(tensors_0, tensors_1):
-    """stack (ops.yaml:1876 sample 2)"""
+def case_601(tensors_0, tensors_1):
+    """stack (ops.yaml:1889 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_600(tensors_0, tensors_1):
-    """stack (ops.yaml:1876 sample 3)"""
+def case_602(tensors_0, tensors_1):
+    """stack (ops.yaml:1889 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_601(tensors_0, tensors_1):
-    """stack (ops.yaml:1876 sample 4)"""
+def case_603(tensors_0, tensors_1):
+    """stack (ops.yaml:1889 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_602(self):
-    """split.Tensor (ops.yaml:1890 sample 0)"""
+def case_604(self):
+    """split.Tensor (ops.yaml:1903 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_603(self):
-    """split.Tensor (ops.yaml:1890 sample 1)"""
+def case_605(self):
+    """split.Tensor (ops.yaml:1903 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_604(self):
-    """split.Tensor (ops.yaml:1890 sample 2)"""
+def case_606(self):
+    """split.Tensor (ops.yaml:1903 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_605(self):
-    """split.Tensor (ops.yaml:1890 sample 3)"""
+def case_607(self):
+    """split.Tensor (ops.yaml:1903 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_606(self):
-    """split_with_sizes (ops.yaml:1903 sample 0)"""
+def case_608(self):
+    """split_with_sizes (ops.yaml:1916 sample 0)"""
     split_sizes = [2, 3]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_607(self):
-    """split_with_sizes (ops.yaml:1903 sample 1)"""
+def case_609(self):
+    """split_with_sizes (ops.yaml:1916 sample 1)"""
     split_sizes = [1, 0, 5]
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_608(self):
-    """split_with_sizes (ops.yaml:1903 sample 2)"""
+def case_610(self):
+    """split_with_sizes (ops.yaml:1916 sample 2)"""
     split_sizes = [1, 3]
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_609(self):
-    """split_with_sizes (ops.yaml:1903 sample 3)"""
+def case_611(self):
+    """split_with_sizes (ops.yaml:1916 sample 3)"""
     split_sizes = [0, 0]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_610(self):
-    """chunk (ops.yaml:1916 sample 0)"""
+def case_612(self):
+    """chunk (ops.yaml:1929 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_611(self):
-    """chunk (ops.yaml:1916 sample 1)"""
+def case_613(self):
+    """chunk (ops.yaml:1929 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_612(self):
-    """chunk (ops.yaml:1916 sample 2)"""
+def case_614(self):
+    """chunk (ops.yaml:1929 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_613(self):
-    """chunk (ops.yaml:1916 sample 3)"""
+def case_615(self):
+    """chunk (ops.yaml:1929 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_614(self):
-    """unbind.int (ops.yaml:1929 sample 0)"""
-    dim = 0
-    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
-
-
-def case_615(self):
-    """unbind.int (ops.yaml:1929 sample 1)"""
-    dim = 1
-    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
-
-
 def case_616(self):
-    """unbind.int (ops.yaml:1929 sample 2)"""
-    dim = -1
+    """unbind.int (ops.yaml:1942 sample 0)"""
+    dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_617(self):
-    """unbind.int (ops.yaml:1929 sample 3)"""
+    """unbind.int (ops.yaml:1942 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_618(self, index):
-    """index_select (ops.yaml:1946 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
+def case_618(self):
+    """unbind.int (ops.yaml:1942 sample 2)"""
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_619(self, index):
-    """index_select (ops.yaml:1946 sample 1)"""
+def case_619(self):
+    """unbind.int (ops.yaml:1942 sample 3)"""
     dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_620(self, index):
-    """index_select (ops.yaml:1946 sample 2)"""
-    dim = 1
+    """index_select (ops.yaml:1959 sample 0)"""
+    dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_621(self, index):
-    """index_select (ops.yaml:1946 sample 3)"""
-    dim = 0
+    """index_select (ops.yaml:1959 sample 1)"""
+    dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_622(self, index):
-    """index_select (ops.yaml:1946 sample 4)"""
-    dim = 0
+    """index_select (ops.yaml:1959 sample 2)"""
+    dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_623(self, index):
-    """index_select (ops.yaml:1946 sample 5)"""
+    """index_select (ops.yaml:1959 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_624(self, index, source):
-    """index_add (ops.yaml:1970 sample 0)"""
+def case_624(self, index):
+    """index_select (ops.yaml:1959 sample 4)"""
     dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+    return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_625(self, index, source):
-    """index_add (ops.yaml:1970 sample 1)"""
-    dim = 1
-    alpha = 2.5
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+def case_625(self, index):
+    """index_select (ops.yaml:1959 sample 5)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_626(self, index, source):
-    """index_add (ops.yaml:1970 sample 2)"""
+    """index_add (ops.yaml:1983 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_627(self, index, source):
-    """index_add (ops.yaml:1970 sample 3)"""
-    dim = 0
-    alpha = 1
+    """index_add (ops.yaml:1983 sample 1)"""
+    dim = 1
+    alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_628(self, index, source):
-    """index_add (ops.yaml:1970 sample 4)"""
+    """index_add (ops.yaml:1983 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_629(self, index, source):
-    """index_copy (ops.yaml:1985 sample 0)"""
+    """index_add (ops.yaml:1983 sample 3)"""
     dim = 0
-    return torch.ops.aten.index_copy(self, dim, index, source)
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_630(self, index, source):
-    """index_copy (ops.yaml:1985 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_copy(self, dim, index, source)
+    """index_add (ops.yaml:1983 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_631(self, index, source):
-    """index_copy (ops.yaml:1985 sample 2)"""
+    """index_copy (ops.yaml:1998 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_632(self, index, source):
+    """index_copy (ops.yaml:1998 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_632(self, index):
-    """gather (ops.yaml:1998 sample 0)"""
+def case_633(self, index, source):
+    """index_copy (ops.yaml:1998 sample 2)"""
     dim = 1
-    sparse_grad = False
-    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
-
-
-def case_633(self, index):
-    """gather (ops.yaml:1998 sample 1)"""
-    dim = 0
-    sparse_grad = False
-    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+    return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_634(self, index):
-    """gather (ops.yaml:1998 sample 2)"""
-    dim = -1
+    """gather (ops.yaml:2011 sample 0)"""
+    dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_635(self, index):
-    """gather (ops.yaml:1998 sample 3)"""
-    dim = 1
+    """gather (ops.yaml:2011 sample 1)"""
+    dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_636(self, index):
-    """gather (ops.yaml:1998 sample 4)"""
+    """gather (ops.yaml:2011 sample 2)"""
+    dim = -1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_637(self, index):
+    """gather (ops.yaml:2011 sample 3)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_638(self, index):
+    """gather (ops.yaml:2011 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_637(self, index, src):
-    """scatter.src (ops.yaml:2021 sample 0)"""
+def case_639(self, index, src):
+    """scatter.src (ops.yaml:2034 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_638(self, index, src):
-    """scatter.src (ops.yaml:2021 sample 1)"""
-    dim = 0
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
-def case_639(self, index, src):
-    """scatter.src (ops.yaml:2021 sample 2)"""
-    dim = 0
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
 def case_640(self, index, src):
-    """scatter.src (ops.yaml:2021 sample 3)"""
+    """scatter.src (ops.yaml:2034 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_641(self, index):
-    """scatter.value (ops.yaml:2042 sample 0)"""
+def case_641(self, index, src):
+    """scatter.src (ops.yaml:2034 sample 2)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_642(self, index, src):
+    """scatter.src (ops.yaml:2034 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_643(self, index):
+    """scatter.value (ops.yaml:2055 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_642(self, index):
-    """scatter.value (ops.yaml:2042 sample 1)"""
+def case_644(self, index):
+    """scatter.value (ops.yaml:2055 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_643(self, index):
-    """scatter.value (ops.yaml:2042 sample 2)"""
+def case_645(self, index):
+    """scatter.value (ops.yaml:2055 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_644(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 0)"""
+def case_646(self, index, src):
+    """scatter_add (ops.yaml:2068 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_645(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 1)"""
-    dim = 0
-    return torch.ops.aten.scatter_add(self, dim, index, src)
-
-
-def case_646(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 2)"""
-    dim = -1
-    return torch.ops.aten.scatter_add(self, dim, index, src)
-
-
 def case_647(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 3)"""
+    """scatter_add (ops.yaml:2068 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_648(self, index, src):
-    """scatter_add (ops.yaml:2055 sample 4)"""
+    """scatter_add (ops.yaml:2068 sample 2)"""
+    dim = -1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_649(self, index, src):
+    """scatter_add (ops.yaml:2068 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_649(weight, indices):
-    """embedding (ops.yaml:2074 sample 0)"""
-    padding_idx = -1
-    scale_grad_by_freq = False
-    sparse = False
-    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
-
-
-def case_650(weight, indices):
-    """embedding (ops.yaml:2074 sample 1)"""
-    padding_idx = -1
-    scale_grad_by_freq = False
-    sparse = False
-    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+def case_650(self, index, src):
+    """scatter_add (ops.yaml:2068 sample 4)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_651(weight, indices):
-    """embedding (ops.yaml:2074 sample 2)"""
+    """embedding (ops.yaml:2087 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3914,351 +3910,367 @@ def case_651(weight, indices):
 
 
 def case_652(weight, indices):
-    """embedding (ops.yaml:2074 sample 3)"""
+    """embedding (ops.yaml:2087 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_653(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2088 sample 0)"""
+def case_653(weight, indices):
+    """embedding (ops.yaml:2087 sample 2)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_654(weight, indices):
+    """embedding (ops.yaml:2087 sample 3)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_655(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2101 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_654(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2088 sample 1)"""
+def case_656(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2101 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_655(self):
-    """one_hot (ops.yaml:2115 sample 0)"""
+def case_657(self):
+    """one_hot (ops.yaml:2128 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_656(self):
-    """one_hot (ops.yaml:2115 sample 1)"""
+def case_658(self):
+    """one_hot (ops.yaml:2128 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_657(self):
-    """one_hot (ops.yaml:2115 sample 2)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_658(self):
-    """one_hot (ops.yaml:2115 sample 3)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
 def case_659(self):
-    """nonzero (ops.yaml:2127 sample 0)"""
-    return torch.ops.aten.nonzero(self)
+    """one_hot (ops.yaml:2128 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_660(self):
-    """nonzero (ops.yaml:2127 sample 1)"""
-    return torch.ops.aten.nonzero(self)
+    """one_hot (ops.yaml:2128 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_661(self):
-    """nonzero (ops.yaml:2127 sample 2)"""
+    """nonzero (ops.yaml:2140 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_662(self):
-    """nonzero (ops.yaml:2127 sample 3)"""
+    """nonzero (ops.yaml:2140 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_663(self, mask):
-    """masked_select (ops.yaml:2140 sample 0)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_663(self):
+    """nonzero (ops.yaml:2140 sample 2)"""
+    return torch.ops.aten.nonzero(self)
 
 
-def case_664(self, mask):
-    """masked_select (ops.yaml:2140 sample 1)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_664(self):
+    """nonzero (ops.yaml:2140 sample 3)"""
+    return torch.ops.aten.nonzero(self)
 
 
 def case_665(self, mask):
-    """masked_select (ops.yaml:2140 sample 2)"""
+    """masked_select (ops.yaml:2153 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_666(self, mask):
-    """masked_select (ops.yaml:2140 sample 3)"""
+    """masked_select (ops.yaml:2153 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_667(self, mask):
-    """masked_select (ops.yaml:2140 sample 4)"""
+    """masked_select (ops.yaml:2153 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_668(self):
-    """argsort (ops.yaml:2155 sample 0)"""
-    dim = -1
-    descending = False
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+def case_668(self, mask):
+    """masked_select (ops.yaml:2153 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
 
 
-def case_669(self):
-    """argsort (ops.yaml:2155 sample 1)"""
-    dim = 0
-    descending = True
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+def case_669(self, mask):
+    """masked_select (ops.yaml:2153 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
 
 
 def case_670(self):
-    """argsort (ops.yaml:2155 sample 2)"""
-    dim = 1
+    """argsort (ops.yaml:2168 sample 0)"""
+    dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_671(self):
-    """argsort (ops.yaml:2155 sample 3)"""
-    dim = -1
-    descending = False
+    """argsort (ops.yaml:2168 sample 1)"""
+    dim = 0
+    descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_672(self):
-    """argsort (ops.yaml:2155 sample 4)"""
-    dim = -1
+    """argsort (ops.yaml:2168 sample 2)"""
+    dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_673(self):
-    """argsort.stable (ops.yaml:2171 sample 0)"""
-    stable = True
+    """argsort (ops.yaml:2168 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_674(self):
-    """argsort.stable (ops.yaml:2171 sample 1)"""
+    """argsort (ops.yaml:2168 sample 4)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_675(self):
+    """argsort.stable (ops.yaml:2184 sample 0)"""
+    stable = True
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_676(self):
+    """argsort.stable (ops.yaml:2184 sample 1)"""
     stable = False
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_675(self, indices_0):
-    """index.Tensor (ops.yaml:2182 sample 0)"""
+def case_677(self, indices_0):
+    """index.Tensor (ops.yaml:2195 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_676(self, indices_1):
-    """index.Tensor (ops.yaml:2182 sample 1)"""
+def case_678(self, indices_1):
+    """index.Tensor (ops.yaml:2195 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_677(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2182 sample 2)"""
+def case_679(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2195 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
-def case_678(self, indices_0):
-    """index.Tensor (ops.yaml:2182 sample 3)"""
+def case_680(self, indices_0):
+    """index.Tensor (ops.yaml:2195 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_679(self, indices_1):
-    """index.Tensor (ops.yaml:2182 sample 4)"""
+def case_681(self, indices_1):
+    """index.Tensor (ops.yaml:2195 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_680(self, indices_1):
-    """index.Tensor (ops.yaml:2182 sample 5)"""
+def case_682(self, indices_1):
+    """index.Tensor (ops.yaml:2195 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_681(self, indices_0, values):
-    """index_put (ops.yaml:2197 sample 0)"""
+def case_683(self, indices_0, values):
+    """index_put (ops.yaml:2210 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_682(self, indices_1, values):
-    """index_put (ops.yaml:2197 sample 1)"""
+def case_684(self, indices_1, values):
+    """index_put (ops.yaml:2210 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_683(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2197 sample 2)"""
+def case_685(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2210 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_684(self, indices_0, values):
-    """index_put (ops.yaml:2197 sample 3)"""
+def case_686(self, indices_0, values):
+    """index_put (ops.yaml:2210 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_685(self, indices_1, values):
-    """index_put (ops.yaml:2197 sample 4)"""
+def case_687(self, indices_1, values):
+    """index_put (ops.yaml:2210 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_686(self):
-    """sort (ops.yaml:2212 sample 0 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_687(self):
-    """sort (ops.yaml:2212 sample 0 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
 def case_688(self):
-    """sort (ops.yaml:2212 sample 1 result values)"""
-    dim = 0
-    descending = True
+    """sort (ops.yaml:2225 sample 0 result values)"""
+    dim = -1
+    descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_689(self):
-    """sort (ops.yaml:2212 sample 1 result indices)"""
+    """sort (ops.yaml:2225 sample 0 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_690(self):
+    """sort (ops.yaml:2225 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_691(self):
+    """sort (ops.yaml:2225 sample 1 result indices)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_690(self):
-    """sort (ops.yaml:2212 sample 2 result values)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_691(self):
-    """sort (ops.yaml:2212 sample 2 result indices)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
 def case_692(self):
-    """sort (ops.yaml:2212 sample 3 result values)"""
-    dim = -1
+    """sort (ops.yaml:2225 sample 2 result values)"""
+    dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_693(self):
-    """sort (ops.yaml:2212 sample 3 result indices)"""
-    dim = -1
+    """sort (ops.yaml:2225 sample 2 result indices)"""
+    dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_694(self):
-    """sort (ops.yaml:2212 sample 4 result values)"""
+    """sort (ops.yaml:2225 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_695(self):
-    """sort (ops.yaml:2212 sample 4 result indices)"""
+    """sort (ops.yaml:2225 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_696(self):
-    """sort.stable (ops.yaml:2228 sample 0 result values)"""
-    stable = True
+    """sort (ops.yaml:2225 sample 4 result values)"""
     dim = -1
     descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_697(self):
-    """sort.stable (ops.yaml:2228 sample 0 result indices)"""
-    stable = True
+    """sort (ops.yaml:2225 sample 4 result indices)"""
     dim = -1
     descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_698(self):
-    """sort.stable (ops.yaml:2228 sample 1 result values)"""
+    """sort.stable (ops.yaml:2241 sample 0 result values)"""
     stable = True
-    dim = 0
-    descending = True
+    dim = -1
+    descending = False
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
 def case_699(self):
-    """sort.stable (ops.yaml:2228 sample 1 result indices)"""
+    """sort.stable (ops.yaml:2241 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_700(self):
+    """sort.stable (ops.yaml:2241 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_701(self):
+    """sort.stable (ops.yaml:2241 sample 1 result indices)"""
     stable = True
     dim = 0
     descending = True
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
-def case_700(self):
-    """topk (ops.yaml:2242 sample 0 result values)"""
-    k = 2
-    dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
-def case_701(self):
-    """topk (ops.yaml:2242 sample 0 result indices)"""
-    k = 2
-    dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
-
-
 def case_702(self):
-    """topk (ops.yaml:2242 sample 1 result values)"""
-    k = 3
-    dim = 0
-    largest = False
+    """topk (ops.yaml:2255 sample 0 result values)"""
+    k = 2
+    dim = -1
+    largest = True
     sorted = True
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
 def case_703(self):
-    """topk (ops.yaml:2242 sample 1 result indices)"""
+    """topk (ops.yaml:2255 sample 0 result indices)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_704(self):
+    """topk (ops.yaml:2255 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_705(self):
+    """topk (ops.yaml:2255 sample 1 result indices)"""
     k = 3
     dim = 0
     largest = False
@@ -4266,45 +4278,27 @@ def case_703(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_704(self):
-    """topk (ops.yaml:2242 sample 2 result values)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
-def case_705(self):
-    """topk (ops.yaml:2242 sample 2 result indices)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
-
-
 def case_706(self):
-    """topk (ops.yaml:2242 sample 3 result values)"""
-    k = 0
-    dim = -1
+    """topk (ops.yaml:2255 sample 2 result values)"""
+    k = 1
+    dim = 1
     largest = True
     sorted = True
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
 def case_707(self):
-    """topk (ops.yaml:2242 sample 3 result indices)"""
-    k = 0
-    dim = -1
+    """topk (ops.yaml:2255 sample 2 result indices)"""
+    k = 1
+    dim = 1
     largest = True
     sorted = True
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
 def case_708(self):
-    """topk (ops.yaml:2242 sample 4 result values)"""
-    k = 1
+    """topk (ops.yaml:2255 sample 3 result values)"""
+    k = 0
     dim = -1
     largest = True
     sorted = True
@@ -4312,8 +4306,8 @@ def case_708(self):
 
 
 def case_709(self):
-    """topk (ops.yaml:2242 sample 4 result indices)"""
-    k = 1
+    """topk (ops.yaml:2255 sample 3 result indices)"""
+    k = 0
     dim = -1
     largest = True
     sorted = True
@@ -4321,7 +4315,25 @@ def case_709(self):
 
 
 def case_710(self):
-    """avg_pool2d (ops.yaml:2264 sample 0)"""
+    """topk (ops.yaml:2255 sample 4 result values)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_711(self):
+    """topk (ops.yaml:2255 sample 4 result indices)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_712(self):
+    """avg_pool2d (ops.yaml:2277 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4331,8 +4343,8 @@ def case_710(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_711(self):
-    """avg_pool2d (ops.yaml:2264 sample 1)"""
+def case_713(self):
+    """avg_pool2d (ops.yaml:2277 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4342,8 +4354,8 @@ def case_711(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_712(self):
-    """avg_pool2d (ops.yaml:2264 sample 2)"""
+def case_714(self):
+    """avg_pool2d (ops.yaml:2277 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4353,8 +4365,8 @@ def case_712(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_713(self):
-    """avg_pool2d (ops.yaml:2264 sample 3)"""
+def case_715(self):
+    """avg_pool2d (ops.yaml:2277 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4364,32 +4376,32 @@ def case_713(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_714(self):
-    """adaptive_avg_pool2d (ops.yaml:2283 sample 0)"""
+def case_716(self):
+    """adaptive_avg_pool2d (ops.yaml:2296 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_715(self):
-    """adaptive_avg_pool2d (ops.yaml:2283 sample 1)"""
+def case_717(self):
+    """adaptive_avg_pool2d (ops.yaml:2296 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_716(self):
-    """adaptive_avg_pool2d (ops.yaml:2283 sample 2)"""
+def case_718(self):
+    """adaptive_avg_pool2d (ops.yaml:2296 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_717(self):
-    """adaptive_avg_pool2d (ops.yaml:2283 sample 3)"""
+def case_719(self):
+    """adaptive_avg_pool2d (ops.yaml:2296 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_718(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2298 sample 0)"""
+def case_720(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2311 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4399,8 +4411,8 @@ def case_718(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_719(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2298 sample 1)"""
+def case_721(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2311 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4410,14 +4422,14 @@ def case_719(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_720(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2311 sample 0)"""
+def case_722(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2324 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_721(input, weight, bias):
-    """conv2d (ops.yaml:2358 sample 0)"""
+def case_723(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4425,8 +4437,8 @@ def case_721(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_722(input, weight, bias):
-    """conv2d (ops.yaml:2358 sample 1)"""
+def case_724(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4434,8 +4446,8 @@ def case_722(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_723(input, weight, bias):
-    """conv2d (ops.yaml:2358 sample 2)"""
+def case_725(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4443,8 +4455,8 @@ def case_723(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_724(input, weight, bias):
-    """conv2d (ops.yaml:2358 sample 3)"""
+def case_726(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4452,8 +4464,8 @@ def case_724(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_725(input, weight, bias):
-    """conv2d (ops.yaml:2358 sample 4)"""
+def case_727(input, weight, bias):
+    """conv2d (ops.yaml:2371 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4461,8 +4473,8 @@ def case_725(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_726(input, weight):
-    """conv2d (ops.yaml:2358 sample 5)"""
+def case_728(input, weight):
+    """conv2d (ops.yaml:2371 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4471,8 +4483,8 @@ def case_726(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_727(input, weight, bias):
-    """conv2d.padding (ops.yaml:2380 sample 0)"""
+def case_729(input, weight, bias):
+    """conv2d.padding (ops.yaml:2393 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4480,8 +4492,8 @@ def case_727(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_728(input, weight, bias):
-    """conv2d.padding (ops.yaml:2380 sample 1)"""
+def case_730(input, weight, bias):
+    """conv2d.padding (ops.yaml:2393 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4489,8 +4501,8 @@ def case_728(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_729(input, weight, bias):
-    """conv2d.padding (ops.yaml:2380 sample 2)"""
+def case_731(input, weight, bias):
+    """conv2d.padding (ops.yaml:2393 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4498,26 +4510,8 @@ def case_729(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_730(input, weight, bias):
-    """conv1d (ops.yaml:2400 sample 0)"""
-    stride = []
-    padding = []
-    dilation = []
-    groups = 1
-    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
-
-
-def case_731(input, weight, bias):
-    """conv1d (ops.yaml:2400 sample 1)"""
-    stride = [2]
-    padding = [1]
-    dilation = [3]
-    groups = 2
-    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
-
-
 def case_732(input, weight, bias):
-    """conv1d (ops.yaml:2400 sample 2)"""
+    """conv1d (ops.yaml:2413 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4526,7 +4520,25 @@ def case_732(input, weight, bias):
 
 
 def case_733(input, weight, bias):
-    """conv1d.padding (ops.yaml:2419 sample 0)"""
+    """conv1d (ops.yaml:2413 sample 1)"""
+    stride = [2]
+    padding = [1]
+    dilation = [3]
+    groups = 2
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_734(input, weight, bias):
+    """conv1d (ops.yaml:2413 sample 2)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_735(input, weight, bias):
+    """conv1d.padding (ops.yaml:2432 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4534,8 +4546,8 @@ def case_733(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_734(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2437 sample 0)"""
+def case_736(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2450 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4544,8 +4556,8 @@ def case_734(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_735(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2437 sample 1)"""
+def case_737(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2450 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4554,8 +4566,8 @@ def case_735(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_736(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2437 sample 2)"""
+def case_738(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2450 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4564,8 +4576,8 @@ def case_736(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_737(input, weight):
-    """conv_transpose2d.input (ops.yaml:2437 sample 3)"""
+def case_739(input, weight):
+    """conv_transpose2d.input (ops.yaml:2450 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4575,8 +4587,8 @@ def case_737(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_738(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2453 sample 0)"""
+def case_740(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2466 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4585,8 +4597,8 @@ def case_738(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_739(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2453 sample 1)"""
+def case_741(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2466 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4595,8 +4607,8 @@ def case_739(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_740(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2466 sample 0)"""
+def case_742(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2479 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4605,8 +4617,8 @@ def case_740(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_741(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2466 sample 1)"""
+def case_743(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2479 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4615,68 +4627,68 @@ def case_741(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_742(grad_output):
-    """conv2d_backward_bias (ops.yaml:2480 sample 0)"""
+def case_744(grad_output):
+    """conv2d_backward_bias (ops.yaml:2493 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_743(grad_output):
-    """conv2d_backward_bias (ops.yaml:2480 sample 1)"""
+def case_745(grad_output):
+    """conv2d_backward_bias (ops.yaml:2493 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
-
-
-def case_744(self):
-    """max_pool2d_with_indices (ops.yaml:2498 sample 0 result values)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_745(self):
-    """max_pool2d_with_indices (ops.yaml:2498 sample 0 result indices)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
 def case_746(self):
-    """max_pool2d_with_indices (ops.yaml:2498 sample 1 result values)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
+    """max_pool2d_with_indices (ops.yaml:2511 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
 def case_747(self):
-    """max_pool2d_with_indices (ops.yaml:2498 sample 1 result indices)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
+    """max_pool2d_with_indices (ops.yaml:2511 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
 def case_748(self):
-    """max_pool2d_with_indices (ops.yaml:2498 sample 2 result values)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
+    """max_pool2d_with_indices (ops.yaml:2511 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
     ceil_mode = True
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
 def case_749(self):
-    """max_pool2d_with_indices (ops.yaml:2498 sample 2 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2511 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_750(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_751(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4685,8 +4697,8 @@ def case_749(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_750(self):
-    """max_pool2d_with_indices (ops.yaml:2498 sample 3 result values)"""
+def case_752(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 3 result values)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4695,8 +4707,8 @@ def case_750(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_751(self):
-    """max_pool2d_with_indices (ops.yaml:2498 sample 3 result indices)"""
+def case_753(self):
+    """max_pool2d_with_indices (ops.yaml:2511 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4705,8 +4717,8 @@ def case_751(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_752(self):
-    """max_pool2d (ops.yaml:2516 sample 0)"""
+def case_754(self):
+    """max_pool2d (ops.yaml:2529 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4715,8 +4727,8 @@ def case_752(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_753(self):
-    """max_pool2d (ops.yaml:2516 sample 1)"""
+def case_755(self):
+    """max_pool2d (ops.yaml:2529 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4725,8 +4737,8 @@ def case_753(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_754(self):
-    """max_pool2d (ops.yaml:2516 sample 2)"""
+def case_756(self):
+    """max_pool2d (ops.yaml:2529 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4735,16 +4747,16 @@ def case_754(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_755(input, weight, bias):
-    """layer_norm (ops.yaml:2541 sample 0)"""
+def case_757(input, weight, bias):
+    """layer_norm (ops.yaml:2554 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_756(input, weight):
-    """layer_norm (ops.yaml:2541 sample 1)"""
+def case_758(input, weight):
+    """layer_norm (ops.yaml:2554 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4752,8 +4764,8 @@ def case_756(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_757(input, bias):
-    """layer_norm (ops.yaml:2541 sample 2)"""
+def case_759(input, bias):
+    """layer_norm (ops.yaml:2554 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4761,16 +4773,16 @@ def case_757(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_758(input, weight, bias):
-    """layer_norm (ops.yaml:2541 sample 3)"""
+def case_760(input, weight, bias):
+    """layer_norm (ops.yaml:2554 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_759(input):
-    """layer_norm (ops.yaml:2541 sample 4)"""
+def case_761(input):
+    """layer_norm (ops.yaml:2554 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4779,16 +4791,16 @@ def case_759(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_760(input, weight, bias):
-    """group_norm (ops.yaml:2568 sample 0)"""
+def case_762(input, weight, bias):
+    """group_norm (ops.yaml:2581 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_761(input, weight):
-    """group_norm (ops.yaml:2568 sample 1)"""
+def case_763(input, weight):
+    """group_norm (ops.yaml:2581 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -4796,8 +4808,8 @@ def case_761(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_762(input, bias):
-    """group_norm (ops.yaml:2568 sample 2)"""
+def case_764(input, bias):
+    """group_norm (ops.yaml:2581 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -4805,16 +4817,16 @@ def case_762(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_763(input, weight, bias):
-    """group_norm (ops.yaml:2568 sample 3)"""
+def case_765(input, weight, bias):
+    """group_norm (ops.yaml:2581 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_764(input):
-    """group_norm (ops.yaml:2568 sample 4)"""
+def case_766(input):
+    """group_norm (ops.yaml:2581 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -4823,37 +4835,37 @@ def case_764(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_765(input, weight):
-    """rms_norm (ops.yaml:2592 sample 0)"""
+def case_767(input, weight):
+    """rms_norm (ops.yaml:2605 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_766(input):
-    """rms_norm (ops.yaml:2592 sample 1)"""
+def case_768(input):
+    """rms_norm (ops.yaml:2605 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_767(input, weight):
-    """rms_norm (ops.yaml:2592 sample 2)"""
+def case_769(input, weight):
+    """rms_norm (ops.yaml:2605 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_768(input, weight):
-    """rms_norm (ops.yaml:2592 sample 3)"""
+def case_770(input, weight):
+    """rms_norm (ops.yaml:2605 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_769(input, weight, bias):
-    """batch_norm (ops.yaml:2626 sample 0)"""
+def case_771(input, weight, bias):
+    """batch_norm (ops.yaml:2639 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -4863,8 +4875,8 @@ def case_769(input, weight, bias):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_770(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2626 sample 1)"""
+def case_772(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -4874,8 +4886,8 @@ def case_770(input, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_771(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2626 sample 2)"""
+def case_773(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -4884,8 +4896,8 @@ def case_771(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_772(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2626 sample 3)"""
+def case_774(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -4894,8 +4906,8 @@ def case_772(input, weight, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_773(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2626 sample 4)"""
+def case_775(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4904,8 +4916,8 @@ def case_773(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_774(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2626 sample 5)"""
+def case_776(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2639 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4914,23 +4926,23 @@ def case_774(input, bias, running_mean, running_var):
     return (lambda h, c: (torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps) if training else (h(input) - c(h(running_mean))) * torch.rsqrt(c(h(running_var)) + eps) * (1 if weight is None else c(h(weight))) + (0 if bias is None else c(h(bias)))).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t, lambda t: t.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_775(input, weight, bias):
-    """row_norm (ops.yaml:2660 sample 0)"""
+def case_777(input, weight, bias):
+    """row_norm (ops.yaml:2673 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_776(input, weight):
-    """row_norm (ops.yaml:2660 sample 1)"""
+def case_778(input, weight):
+    """row_norm (ops.yaml:2673 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_777(input, weight, bias):
-    """batch_norm_training (ops.yaml:2691 sample 0)"""
+def case_779(input, weight, bias):
+    """batch_norm_training (ops.yaml:2704 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -4938,8 +4950,8 @@ def case_777(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_778(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2691 sample 1)"""
+def case_780(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2704 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -4947,418 +4959,418 @@ def case_778(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), None if running_mean is None else h(running_mean).detach().clone(), None if running_var is None else h(running_var).detach().clone(), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_779(self):
-    """softmax.int (ops.yaml:2836 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_780(self):
-    """softmax.int (ops.yaml:2836 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
 def case_781(self):
-    """softmax.int (ops.yaml:2836 sample 2)"""
-    dim = -1
+    """softmax.int (ops.yaml:2873 sample 0)"""
+    dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_782(self):
-    """softmax.int (ops.yaml:2836 sample 3)"""
-    dim = 1
+    """softmax.int (ops.yaml:2873 sample 1)"""
+    dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_783(self):
-    """softmax.int (ops.yaml:2836 sample 4)"""
-    dim = 0
+    """softmax.int (ops.yaml:2873 sample 2)"""
+    dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_784(self):
-    """log_softmax.int (ops.yaml:2854 sample 0)"""
+    """softmax.int (ops.yaml:2873 sample 3)"""
     dim = 1
     dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
+    return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_785(self):
-    """log_softmax.int (ops.yaml:2854 sample 1)"""
+    """softmax.int (ops.yaml:2873 sample 4)"""
     dim = 0
     dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
+    return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_786(self):
-    """log_softmax.int (ops.yaml:2854 sample 2)"""
-    dim = -1
+    """log_softmax.int (ops.yaml:2891 sample 0)"""
+    dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_787(self):
-    """log_softmax.int (ops.yaml:2854 sample 3)"""
-    dim = 1
+    """log_softmax.int (ops.yaml:2891 sample 1)"""
+    dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_788(self):
-    """log_softmax.int (ops.yaml:2854 sample 4)"""
+    """log_softmax.int (ops.yaml:2891 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_789(self):
+    """log_softmax.int (ops.yaml:2891 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_790(self):
+    """log_softmax.int (ops.yaml:2891 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_789(grad_output, output):
-    """softmax_backward_data (ops.yaml:2872 sample 0)"""
-    dim = 1
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
-def case_790(grad_output, output):
-    """softmax_backward_data (ops.yaml:2872 sample 1)"""
-    dim = 1
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
 def case_791(grad_output, output):
-    """softmax_backward_data (ops.yaml:2872 sample 2)"""
-    dim = 0
+    """softmax_backward_data (ops.yaml:2909 sample 0)"""
+    dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_792(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2889 sample 0)"""
+    """softmax_backward_data (ops.yaml:2909 sample 1)"""
     dim = 1
-    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_793(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2889 sample 1)"""
+    """softmax_backward_data (ops.yaml:2909 sample 2)"""
+    dim = 0
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_794(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2926 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_794(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2889 sample 2)"""
+def case_795(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2926 sample 1)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_796(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2926 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_795(input):
-    """dropout (ops.yaml:2928 sample 0)"""
+def case_797(input):
+    """dropout (ops.yaml:2965 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_796(input):
-    """dropout (ops.yaml:2928 sample 1)"""
+def case_798(input):
+    """dropout (ops.yaml:2965 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_797(input):
-    """dropout (ops.yaml:2928 sample 2)"""
+def case_799(input):
+    """dropout (ops.yaml:2965 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_798(input):
-    """dropout (ops.yaml:2928 sample 3)"""
+def case_800(input):
+    """dropout (ops.yaml:2965 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_799(input):
-    """dropout (ops.yaml:2928 sample 4)"""
+def case_801(input):
+    """dropout (ops.yaml:2965 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_800(self, target):
-    """mse_loss (ops.yaml:2942 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_801(self, target):
-    """mse_loss (ops.yaml:2942 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
 def case_802(self, target):
-    """mse_loss (ops.yaml:2942 sample 2)"""
-    reduction = 'sum'
+    """mse_loss (ops.yaml:2979 sample 0)"""
+    reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_803(self, target):
-    """mse_loss (ops.yaml:2942 sample 3)"""
-    reduction = 'mean'
+    """mse_loss (ops.yaml:2979 sample 1)"""
+    reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_804(self, target):
-    """mse_loss (ops.yaml:2942 sample 4)"""
-    reduction = 'mean'
+    """mse_loss (ops.yaml:2979 sample 2)"""
+    reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_805(self, target):
-    """l1_loss (ops.yaml:2957 sample 0)"""
+    """mse_loss (ops.yaml:2979 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_806(self, target):
+    """mse_loss (ops.yaml:2979 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_807(self, target):
+    """l1_loss (ops.yaml:2994 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_806(self, target):
-    """l1_loss (ops.yaml:2957 sample 1)"""
+def case_808(self, target):
+    """l1_loss (ops.yaml:2994 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_807(self, target):
-    """l1_loss (ops.yaml:2957 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
-def case_808(self, target):
-    """l1_loss (ops.yaml:2957 sample 3)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
 def case_809(self, target):
-    """l1_loss (ops.yaml:2957 sample 4)"""
+    """l1_loss (ops.yaml:2994 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_810(self, target):
-    """smooth_l1_loss (ops.yaml:2972 sample 0)"""
+    """l1_loss (ops.yaml:2994 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_811(self, target):
+    """l1_loss (ops.yaml:2994 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_812(self, target):
+    """smooth_l1_loss (ops.yaml:3009 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_811(self, target):
-    """smooth_l1_loss (ops.yaml:2972 sample 1)"""
+def case_813(self, target):
+    """smooth_l1_loss (ops.yaml:3009 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_812(self, target):
-    """smooth_l1_loss (ops.yaml:2972 sample 2)"""
+def case_814(self, target):
+    """smooth_l1_loss (ops.yaml:3009 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_813(self, target):
-    """smooth_l1_loss (ops.yaml:2972 sample 3)"""
+def case_815(self, target):
+    """smooth_l1_loss (ops.yaml:3009 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_814(self, target):
-    """smooth_l1_loss (ops.yaml:2972 sample 4)"""
+def case_816(self, target):
+    """smooth_l1_loss (ops.yaml:3009 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_815(self, target):
-    """smooth_l1_loss (ops.yaml:2972 sample 5)"""
+def case_817(self, target):
+    """smooth_l1_loss (ops.yaml:3009 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_816(self, target):
-    """huber_loss (ops.yaml:2988 sample 0)"""
+def case_818(self, target):
+    """huber_loss (ops.yaml:3025 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_817(self, target):
-    """huber_loss (ops.yaml:2988 sample 1)"""
-    reduction = 'none'
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_818(self, target):
-    """huber_loss (ops.yaml:2988 sample 2)"""
-    reduction = 'sum'
-    delta = 2.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
 def case_819(self, target):
-    """huber_loss (ops.yaml:2988 sample 3)"""
-    reduction = 'sum'
+    """huber_loss (ops.yaml:3025 sample 1)"""
+    reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_820(self, target):
-    """huber_loss (ops.yaml:2988 sample 4)"""
+    """huber_loss (ops.yaml:3025 sample 2)"""
+    reduction = 'sum'
+    delta = 2.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_821(self, target):
+    """huber_loss (ops.yaml:3025 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_821(self, target):
-    """binary_cross_entropy (ops.yaml:3004 sample 0)"""
+def case_822(self, target):
+    """huber_loss (ops.yaml:3025 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_823(self, target):
+    """binary_cross_entropy (ops.yaml:3041 sample 0)"""
     weight = None
     reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_822(self, target):
-    """binary_cross_entropy (ops.yaml:3004 sample 1)"""
-    weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
-
-
-def case_823(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3004 sample 2)"""
-    reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_824(self, target):
-    """binary_cross_entropy (ops.yaml:3004 sample 3)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 1)"""
     weight = None
-    reduction = 'mean'
+    reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_825(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3004 sample 4)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_826(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3004 sample 5)"""
-    reduction = 'none'
+def case_826(self, target):
+    """binary_cross_entropy (ops.yaml:3041 sample 3)"""
+    weight = None
+    reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_827(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 0)"""
-    weight = None
-    pos_weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+def case_827(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3041 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_828(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 1)"""
+    """binary_cross_entropy (ops.yaml:3041 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_829(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 0)"""
+    weight = None
+    pos_weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_830(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_829(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 2)"""
+def case_831(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_830(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 3)"""
+def case_832(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_831(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 4)"""
+def case_833(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_832(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3020 sample 5)"""
+def case_834(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3057 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_833(self, target):
-    """nll_loss (ops.yaml:3043 sample 0)"""
+def case_835(self, target):
+    """nll_loss (ops.yaml:3080 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_834(self, target, weight):
-    """nll_loss (ops.yaml:3043 sample 1)"""
+def case_836(self, target, weight):
+    """nll_loss (ops.yaml:3080 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_835(self, target, weight):
-    """nll_loss (ops.yaml:3043 sample 2)"""
+def case_837(self, target, weight):
+    """nll_loss (ops.yaml:3080 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_836(self, target):
-    """nll_loss (ops.yaml:3043 sample 3)"""
+def case_838(self, target):
+    """nll_loss (ops.yaml:3080 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_837(self, target, weight):
-    """nll_loss (ops.yaml:3043 sample 4)"""
+def case_839(self, target, weight):
+    """nll_loss (ops.yaml:3080 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_838(self, target):
-    """nll_loss (ops.yaml:3043 sample 5)"""
+def case_840(self, target):
+    """nll_loss (ops.yaml:3080 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_839(self, target):
-    """cross_entropy_loss (ops.yaml:3066 sample 0)"""
+def case_841(self, target):
+    """cross_entropy_loss (ops.yaml:3103 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5366,32 +5378,32 @@ def case_839(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_840(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3066 sample 1)"""
+def case_842(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3103 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_841(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3066 sample 2)"""
+def case_843(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3103 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_842(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3066 sample 3)"""
+def case_844(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3103 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_843(self, target):
-    """cross_entropy_loss (ops.yaml:3066 sample 4)"""
+def case_845(self, target):
+    """cross_entropy_loss (ops.yaml:3103 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5399,8 +5411,8 @@ def case_843(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_844(self, target):
-    """cross_entropy_loss (ops.yaml:3066 sample 5)"""
+def case_846(self, target):
+    """cross_entropy_loss (ops.yaml:3103 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5408,16 +5420,16 @@ def case_844(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_845(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3066 sample 6)"""
+def case_847(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3103 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_846(self, target):
-    """cross_entropy_loss (ops.yaml:3066 sample 7)"""
+def case_848(self, target):
+    """cross_entropy_loss (ops.yaml:3103 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5425,24 +5437,24 @@ def case_846(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_847(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3066 sample 8)"""
+def case_849(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3103 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_848(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3066 sample 9)"""
+def case_850(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3103 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_849(self, target):
-    """cross_entropy_loss (ops.yaml:3066 sample 10)"""
+def case_851(self, target):
+    """cross_entropy_loss (ops.yaml:3103 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5450,16 +5462,16 @@ def case_849(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_850(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3066 sample 11)"""
+def case_852(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3103 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_851(self, target):
-    """cross_entropy_index (ops.yaml:3091 sample 0)"""
+def case_853(self, target):
+    """cross_entropy_index (ops.yaml:3128 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5467,8 +5479,8 @@ def case_851(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_852(self, target):
-    """cross_entropy_index (ops.yaml:3091 sample 1)"""
+def case_854(self, target):
+    """cross_entropy_index (ops.yaml:3128 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5476,8 +5488,8 @@ def case_852(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_853(self, target):
-    """cross_entropy_index (ops.yaml:3091 sample 2)"""
+def case_855(self, target):
+    """cross_entropy_index (ops.yaml:3128 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5485,8 +5497,8 @@ def case_853(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_854(self, target):
-    """cross_entropy_index (ops.yaml:3091 sample 3)"""
+def case_856(self, target):
+    """cross_entropy_index (ops.yaml:3128 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5494,8 +5506,8 @@ def case_854(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_855(self, target):
-    """cross_entropy_index (ops.yaml:3091 sample 4)"""
+def case_857(self, target):
+    """cross_entropy_index (ops.yaml:3128 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5503,8 +5515,8 @@ def case_855(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_856(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3128 sample 0)"""
+def case_858(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3165 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5512,34 +5524,16 @@ def case_856(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_857(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3128 sample 1)"""
+def case_859(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3165 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_858(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3128 sample 2)"""
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_859(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3128 sample 3)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = True
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_860(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3128 sample 4)"""
-    attn_mask = None
+def case_860(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3165 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5547,16 +5541,16 @@ def case_860(query, key, value):
 
 
 def case_861(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3128 sample 5)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
-    is_causal = False
+    is_causal = True
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_862(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3128 sample 6)"""
+    """scaled_dot_product_attention (ops.yaml:3165 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5564,48 +5558,114 @@ def case_862(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_863():
-    """empty (ops.yaml:3148 sample 0)"""
+def case_863(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3165 sample 5)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_864(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3165 sample 6)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_865(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 0 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_866(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 0 result attn)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_867(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 1 result output)"""
+    scale = 1.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_868(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 1 result attn)"""
+    scale = 1.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_869(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 2 result output)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_870(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 2 result attn)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_871(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 3 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_872(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3193 sample 3 result attn)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_873():
+    """empty (ops.yaml:3223 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_864():
-    """empty (ops.yaml:3148 sample 1)"""
+def case_874():
+    """empty (ops.yaml:3223 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_865():
-    """empty (ops.yaml:3148 sample 2)"""
+def case_875():
+    """empty (ops.yaml:3223 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_866():
-    """zeros (ops.yaml:3155 sample 0)"""
+def case_876():
+    """zeros (ops.yaml:3230 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_867():
-    """ones (ops.yaml:3163 sample 0)"""
+def case_877():
+    """ones (ops.yaml:3238 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_868():
-    """full (ops.yaml:3178 sample 0)"""
+def case_878():
+    """full (ops.yaml:3253 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5613,8 +5673,8 @@ def case_868():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_869():
-    """full (ops.yaml:3178 sample 1)"""
+def case_879():
+    """full (ops.yaml:3253 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5622,8 +5682,8 @@ def case_869():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_870():
-    """full (ops.yaml:3178 sample 2)"""
+def case_880():
+    """full (ops.yaml:3253 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5631,71 +5691,71 @@ def case_870():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_871(self):
-    """empty_like (ops.yaml:3189 sample 0)"""
+def case_881(self):
+    """empty_like (ops.yaml:3264 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_872(self):
-    """empty_like (ops.yaml:3189 sample 1)"""
+def case_882(self):
+    """empty_like (ops.yaml:3264 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_873(self):
-    """empty_like (ops.yaml:3189 sample 2)"""
+def case_883(self):
+    """empty_like (ops.yaml:3264 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_874(self):
-    """ones_like (ops.yaml:3209 sample 0)"""
+def case_884(self):
+    """ones_like (ops.yaml:3284 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_875(self):
-    """ones_like (ops.yaml:3209 sample 1)"""
+def case_885(self):
+    """ones_like (ops.yaml:3284 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_876(self):
-    """ones_like (ops.yaml:3209 sample 2)"""
+def case_886(self):
+    """ones_like (ops.yaml:3284 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_877(self):
-    """ones_like (ops.yaml:3209 sample 3)"""
+def case_887(self):
+    """ones_like (ops.yaml:3284 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_878(self):
-    """full_like (ops.yaml:3221 sample 0)"""
+def case_888(self):
+    """full_like (ops.yaml:3296 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_879(self):
-    """full_like (ops.yaml:3221 sample 1)"""
+def case_889(self):
+    """full_like (ops.yaml:3296 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_880(self):
-    """full_like (ops.yaml:3221 sample 2)"""
+def case_890(self):
+    """full_like (ops.yaml:3296 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_881():
-    """arange (ops.yaml:3226 sample 0)"""
+def case_891():
+    """arange (ops.yaml:3301 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5704,8 +5764,8 @@ def case_881():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_882():
-    """linspace (ops.yaml:3241 sample 0)"""
+def case_892():
+    """linspace (ops.yaml:3316 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5714,8 +5774,8 @@ def case_882():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_883():
-    """linspace (ops.yaml:3241 sample 1)"""
+def case_893():
+    """linspace (ops.yaml:3316 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5724,8 +5784,8 @@ def case_883():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_884():
-    """linspace (ops.yaml:3241 sample 2)"""
+def case_894():
+    """linspace (ops.yaml:3316 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5734,24 +5794,24 @@ def case_884():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_885():
-    """eye (ops.yaml:3253 sample 0)"""
+def case_895():
+    """eye (ops.yaml:3328 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_886():
-    """eye (ops.yaml:3253 sample 1)"""
+def case_896():
+    """eye (ops.yaml:3328 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_887():
-    """eye.m (ops.yaml:3264 sample 0)"""
+def case_897():
+    """eye.m (ops.yaml:3339 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5759,8 +5819,8 @@ def case_887():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_888():
-    """eye.m (ops.yaml:3264 sample 1)"""
+def case_898():
+    """eye.m (ops.yaml:3339 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5768,8 +5828,8 @@ def case_888():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_889():
-    """rand (ops.yaml:3268 sample 0)"""
+def case_899():
+    """rand (ops.yaml:3343 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5777,8 +5837,8 @@ def case_889():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_890():
-    """randn (ops.yaml:3279 sample 0)"""
+def case_900():
+    """randn (ops.yaml:3354 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5786,36 +5846,36 @@ def case_890():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_891(self):
-    """rand_like (ops.yaml:3296 sample 0)"""
+def case_901(self):
+    """rand_like (ops.yaml:3371 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_892(self):
-    """rand_like (ops.yaml:3296 sample 1)"""
+def case_902(self):
+    """rand_like (ops.yaml:3371 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_893(self):
-    """randn_like (ops.yaml:3306 sample 0)"""
+def case_903(self):
+    """randn_like (ops.yaml:3381 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_894(self):
-    """randn_like (ops.yaml:3306 sample 1)"""
+def case_904(self):
+    """randn_like (ops.yaml:3381 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_895():
-    """randint (ops.yaml:3317 sample 0)"""
+def case_905():
+    """randint (ops.yaml:3392 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5824,8 +5884,8 @@ def case_895():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_896():
-    """randint (ops.yaml:3317 sample 1)"""
+def case_906():
+    """randint (ops.yaml:3392 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5834,8 +5894,8 @@ def case_896():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_897():
-    """randint.low (ops.yaml:3328 sample 0)"""
+def case_907():
+    """randint.low (ops.yaml:3403 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5845,8 +5905,8 @@ def case_897():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_898():
-    """randperm (ops.yaml:3338 sample 0)"""
+def case_908():
+    """randperm (ops.yaml:3413 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5854,8 +5914,8 @@ def case_898():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_899():
-    """randperm (ops.yaml:3338 sample 1)"""
+def case_909():
+    """randperm (ops.yaml:3413 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5863,83 +5923,95 @@ def case_899():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_900(self):
-    """bernoulli.p (ops.yaml:3355 sample 0)"""
+def case_910(self):
+    """bernoulli.p (ops.yaml:3430 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_901(self):
-    """bernoulli.p (ops.yaml:3355 sample 1)"""
+def case_911(self):
+    """bernoulli.p (ops.yaml:3430 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_902(self):
-    """bernoulli.p (ops.yaml:3355 sample 2)"""
+def case_912(self):
+    """bernoulli.p (ops.yaml:3430 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_903(self):
-    """normal (ops.yaml:3366 sample 0)"""
+def case_913(self):
+    """normal (ops.yaml:3441 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_904(self):
-    """normal (ops.yaml:3366 sample 1)"""
+def case_914(self):
+    """normal (ops.yaml:3441 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_905(self):
-    """normal (ops.yaml:3366 sample 2)"""
+def case_915(self):
+    """normal (ops.yaml:3441 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_906(self):
-    """uniform (ops.yaml:3378 sample 0)"""
+def case_916(self):
+    """uniform (ops.yaml:3453 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_907(self):
-    """uniform (ops.yaml:3378 sample 1)"""
+def case_917(self):
+    """uniform (ops.yaml:3453 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_908(self):
-    """uniform (ops.yaml:3378 sample 2)"""
+def case_918(self):
+    """uniform (ops.yaml:3453 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_909(self):
-    """sum_to (ops.yaml:3391 sample 0)"""
+def case_919(self):
+    """maybe_multiply (ops.yaml:3466 sample 0)"""
+    other = 2.5
+    return self * other
+
+
+def case_920(self):
+    """maybe_multiply (ops.yaml:3466 sample 1)"""
+    other = 1
+    return self * other
+
+
+def case_921(self):
+    """sum_to (ops.yaml:3477 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_910(self):
-    """sum_to (ops.yaml:3391 sample 1)"""
+def case_922(self):
+    """sum_to (ops.yaml:3477 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -6461,2221 +6533,2257 @@ CASES = [
     dict(op="relu", where="ops.yaml:439 sample 3", fn=case_171, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:447 sample 0", fn=case_172, tensors=["self"],
+    dict(op="threshold_backward", where="ops.yaml:455 sample 0", fn=case_172, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="threshold_backward", where="ops.yaml:455 sample 1", fn=case_173, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sigmoid", where="ops.yaml:460 sample 0", fn=case_174, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:447 sample 1", fn=case_173, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:460 sample 1", fn=case_175, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:447 sample 2", fn=case_174, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:460 sample 2", fn=case_176, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:447 sample 3", fn=case_175, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:460 sample 3", fn=case_177, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:455 sample 0", fn=case_176, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:468 sample 0", fn=case_178, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:455 sample 1", fn=case_177, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:468 sample 1", fn=case_179, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:455 sample 2", fn=case_178, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:468 sample 2", fn=case_180, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:455 sample 3", fn=case_179, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:468 sample 3", fn=case_181, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:463 sample 0", fn=case_180, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:476 sample 0", fn=case_182, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:463 sample 1", fn=case_181, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:476 sample 1", fn=case_183, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:463 sample 2", fn=case_182, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:476 sample 2", fn=case_184, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:463 sample 3", fn=case_183, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:476 sample 3", fn=case_185, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:470 sample 0", fn=case_184, tensors=["self"],
+    dict(op="clone", where="ops.yaml:483 sample 0", fn=case_186, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:470 sample 1", fn=case_185, tensors=["self"],
+    dict(op="clone", where="ops.yaml:483 sample 1", fn=case_187, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:470 sample 2", fn=case_186, tensors=["self"],
+    dict(op="clone", where="ops.yaml:483 sample 2", fn=case_188, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:470 sample 3", fn=case_187, tensors=["self"],
+    dict(op="clone", where="ops.yaml:483 sample 3", fn=case_189, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:485 sample 0", fn=case_188, tensors=["self"],
+    dict(op="abs", where="ops.yaml:498 sample 0", fn=case_190, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:485 sample 1", fn=case_189, tensors=["self"],
+    dict(op="abs", where="ops.yaml:498 sample 1", fn=case_191, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:485 sample 2", fn=case_190, tensors=["self"],
+    dict(op="abs", where="ops.yaml:498 sample 2", fn=case_192, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:485 sample 3", fn=case_191, tensors=["self"],
+    dict(op="abs", where="ops.yaml:498 sample 3", fn=case_193, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:493 sample 0", fn=case_192, tensors=["self"],
+    dict(op="sign", where="ops.yaml:506 sample 0", fn=case_194, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:493 sample 1", fn=case_193, tensors=["self"],
+    dict(op="sign", where="ops.yaml:506 sample 1", fn=case_195, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:493 sample 2", fn=case_194, tensors=["self"],
+    dict(op="sign", where="ops.yaml:506 sample 2", fn=case_196, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:493 sample 3", fn=case_195, tensors=["self"],
+    dict(op="sign", where="ops.yaml:506 sample 3", fn=case_197, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:500 sample 0", fn=case_196, tensors=["self"],
+    dict(op="square", where="ops.yaml:513 sample 0", fn=case_198, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:500 sample 1", fn=case_197, tensors=["self"],
+    dict(op="square", where="ops.yaml:513 sample 1", fn=case_199, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:500 sample 2", fn=case_198, tensors=["self"],
+    dict(op="square", where="ops.yaml:513 sample 2", fn=case_200, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:500 sample 3", fn=case_199, tensors=["self"],
+    dict(op="square", where="ops.yaml:513 sample 3", fn=case_201, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:509 sample 0", fn=case_200, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:522 sample 0", fn=case_202, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:509 sample 1", fn=case_201, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:522 sample 1", fn=case_203, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:509 sample 2", fn=case_202, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:522 sample 2", fn=case_204, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:509 sample 3", fn=case_203, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:522 sample 3", fn=case_205, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:518 sample 0", fn=case_204, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:531 sample 0", fn=case_206, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:518 sample 1", fn=case_205, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:531 sample 1", fn=case_207, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:518 sample 2", fn=case_206, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:531 sample 2", fn=case_208, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:518 sample 3", fn=case_207, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:531 sample 3", fn=case_209, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:527 sample 0", fn=case_208, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:540 sample 0", fn=case_210, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:527 sample 1", fn=case_209, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:540 sample 1", fn=case_211, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:527 sample 2", fn=case_210, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:540 sample 2", fn=case_212, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:527 sample 3", fn=case_211, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:540 sample 3", fn=case_213, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:535 sample 0", fn=case_212, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:548 sample 0", fn=case_214, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:535 sample 1", fn=case_213, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:548 sample 1", fn=case_215, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:535 sample 2", fn=case_214, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:548 sample 2", fn=case_216, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:535 sample 3", fn=case_215, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:548 sample 3", fn=case_217, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:544 sample 0", fn=case_216, tensors=["self"],
+    dict(op="log2", where="ops.yaml:557 sample 0", fn=case_218, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:544 sample 1", fn=case_217, tensors=["self"],
+    dict(op="log2", where="ops.yaml:557 sample 1", fn=case_219, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:544 sample 2", fn=case_218, tensors=["self"],
+    dict(op="log2", where="ops.yaml:557 sample 2", fn=case_220, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:544 sample 3", fn=case_219, tensors=["self"],
+    dict(op="log2", where="ops.yaml:557 sample 3", fn=case_221, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:553 sample 0", fn=case_220, tensors=["self"],
+    dict(op="sin", where="ops.yaml:566 sample 0", fn=case_222, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:553 sample 1", fn=case_221, tensors=["self"],
+    dict(op="sin", where="ops.yaml:566 sample 1", fn=case_223, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:553 sample 2", fn=case_222, tensors=["self"],
+    dict(op="sin", where="ops.yaml:566 sample 2", fn=case_224, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:553 sample 3", fn=case_223, tensors=["self"],
+    dict(op="sin", where="ops.yaml:566 sample 3", fn=case_225, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:561 sample 0", fn=case_224, tensors=["self"],
+    dict(op="cos", where="ops.yaml:574 sample 0", fn=case_226, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:561 sample 1", fn=case_225, tensors=["self"],
+    dict(op="cos", where="ops.yaml:574 sample 1", fn=case_227, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:561 sample 2", fn=case_226, tensors=["self"],
+    dict(op="cos", where="ops.yaml:574 sample 2", fn=case_228, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:561 sample 3", fn=case_227, tensors=["self"],
+    dict(op="cos", where="ops.yaml:574 sample 3", fn=case_229, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:569 sample 0", fn=case_228, tensors=["self"],
+    dict(op="erf", where="ops.yaml:582 sample 0", fn=case_230, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:569 sample 1", fn=case_229, tensors=["self"],
+    dict(op="erf", where="ops.yaml:582 sample 1", fn=case_231, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:569 sample 2", fn=case_230, tensors=["self"],
+    dict(op="erf", where="ops.yaml:582 sample 2", fn=case_232, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:569 sample 3", fn=case_231, tensors=["self"],
+    dict(op="erf", where="ops.yaml:582 sample 3", fn=case_233, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:577 sample 0", fn=case_232, tensors=["self"],
+    dict(op="floor", where="ops.yaml:590 sample 0", fn=case_234, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:577 sample 1", fn=case_233, tensors=["self"],
+    dict(op="floor", where="ops.yaml:590 sample 1", fn=case_235, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:577 sample 2", fn=case_234, tensors=["self"],
+    dict(op="floor", where="ops.yaml:590 sample 2", fn=case_236, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:577 sample 3", fn=case_235, tensors=["self"],
+    dict(op="floor", where="ops.yaml:590 sample 3", fn=case_237, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:584 sample 0", fn=case_236, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:597 sample 0", fn=case_238, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:584 sample 1", fn=case_237, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:597 sample 1", fn=case_239, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:584 sample 2", fn=case_238, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:597 sample 2", fn=case_240, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:584 sample 3", fn=case_239, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:597 sample 3", fn=case_241, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:591 sample 0", fn=case_240, tensors=["self"],
+    dict(op="round", where="ops.yaml:604 sample 0", fn=case_242, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:591 sample 1", fn=case_241, tensors=["self"],
+    dict(op="round", where="ops.yaml:604 sample 1", fn=case_243, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:591 sample 2", fn=case_242, tensors=["self"],
+    dict(op="round", where="ops.yaml:604 sample 2", fn=case_244, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:591 sample 3", fn=case_243, tensors=["self"],
+    dict(op="round", where="ops.yaml:604 sample 3", fn=case_245, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:598 sample 0", fn=case_244, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:611 sample 0", fn=case_246, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:598 sample 1", fn=case_245, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:611 sample 1", fn=case_247, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:598 sample 2", fn=case_246, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:611 sample 2", fn=case_248, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:598 sample 3", fn=case_247, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:611 sample 3", fn=case_249, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:605 sample 0", fn=case_248, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:618 sample 0", fn=case_250, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:605 sample 1", fn=case_249, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:618 sample 1", fn=case_251, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:605 sample 2", fn=case_250, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:618 sample 2", fn=case_252, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:605 sample 3", fn=case_251, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:618 sample 3", fn=case_253, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 0", fn=case_252, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 0", fn=case_254, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 1", fn=case_253, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 1", fn=case_255, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 2", fn=case_254, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 2", fn=case_256, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 3", fn=case_255, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 3", fn=case_257, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:613 sample 4", fn=case_256, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 4", fn=case_258, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:624 sample 0", fn=case_257, tensors=["self"],
+    dict(op="elu", where="ops.yaml:637 sample 0", fn=case_259, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:624 sample 1", fn=case_258, tensors=["self"],
+    dict(op="elu", where="ops.yaml:637 sample 1", fn=case_260, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:624 sample 2", fn=case_259, tensors=["self"],
+    dict(op="elu", where="ops.yaml:637 sample 2", fn=case_261, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:624 sample 3", fn=case_260, tensors=["self"],
+    dict(op="elu", where="ops.yaml:637 sample 3", fn=case_262, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:632 sample 0", fn=case_261, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:645 sample 0", fn=case_263, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:632 sample 1", fn=case_262, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:645 sample 1", fn=case_264, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:632 sample 2", fn=case_263, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:645 sample 2", fn=case_265, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:632 sample 3", fn=case_264, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:645 sample 3", fn=case_266, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:632 sample 4", fn=case_265, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:645 sample 4", fn=case_267, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:643 sample 0", fn=case_266, tensors=["self"],
+    dict(op="silu", where="ops.yaml:656 sample 0", fn=case_268, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:643 sample 1", fn=case_267, tensors=["self"],
+    dict(op="silu", where="ops.yaml:656 sample 1", fn=case_269, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:643 sample 2", fn=case_268, tensors=["self"],
+    dict(op="silu", where="ops.yaml:656 sample 2", fn=case_270, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:643 sample 3", fn=case_269, tensors=["self"],
+    dict(op="silu", where="ops.yaml:656 sample 3", fn=case_271, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:650 sample 0", fn=case_270, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:663 sample 0", fn=case_272, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:650 sample 1", fn=case_271, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:663 sample 1", fn=case_273, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:650 sample 2", fn=case_272, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:663 sample 2", fn=case_274, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:650 sample 3", fn=case_273, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:663 sample 3", fn=case_275, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:659 sample 0", fn=case_274, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:672 sample 0", fn=case_276, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:659 sample 1", fn=case_275, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:672 sample 1", fn=case_277, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:659 sample 2", fn=case_276, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:672 sample 2", fn=case_278, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:659 sample 3", fn=case_277, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:672 sample 3", fn=case_279, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:675 sample 0", fn=case_278, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:688 sample 0", fn=case_280, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:675 sample 1", fn=case_279, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:688 sample 1", fn=case_281, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:675 sample 2", fn=case_280, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:688 sample 2", fn=case_282, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:675 sample 3", fn=case_281, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:688 sample 3", fn=case_283, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:675 sample 4", fn=case_282, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:688 sample 4", fn=case_284, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:691 sample 0", fn=case_283, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:704 sample 0", fn=case_285, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:691 sample 1", fn=case_284, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:704 sample 1", fn=case_286, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:691 sample 2", fn=case_285, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:704 sample 2", fn=case_287, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:691 sample 3", fn=case_286, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:704 sample 3", fn=case_288, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:691 sample 4", fn=case_287, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:704 sample 4", fn=case_289, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:712 sample 0", fn=case_288, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:725 sample 0", fn=case_290, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:712 sample 1", fn=case_289, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:725 sample 1", fn=case_291, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:712 sample 2", fn=case_290, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:725 sample 2", fn=case_292, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:712 sample 3", fn=case_291, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:725 sample 3", fn=case_293, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:721 sample 0", fn=case_292, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:734 sample 0", fn=case_294, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:721 sample 1", fn=case_293, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:734 sample 1", fn=case_295, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:721 sample 2", fn=case_294, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:734 sample 2", fn=case_296, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:721 sample 3", fn=case_295, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:734 sample 3", fn=case_297, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:721 sample 4", fn=case_296, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:734 sample 4", fn=case_298, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:731 sample 0", fn=case_297, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:744 sample 0", fn=case_299, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:731 sample 1", fn=case_298, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:744 sample 1", fn=case_300, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:731 sample 2", fn=case_299, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:744 sample 2", fn=case_301, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:731 sample 3", fn=case_300, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:744 sample 3", fn=case_302, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:740 sample 0", fn=case_301, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:753 sample 0", fn=case_303, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:740 sample 1", fn=case_302, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:753 sample 1", fn=case_304, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:740 sample 2", fn=case_303, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:753 sample 2", fn=case_305, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:740 sample 3", fn=case_304, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:753 sample 3", fn=case_306, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:740 sample 4", fn=case_305, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:753 sample 4", fn=case_307, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:750 sample 0", fn=case_306, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:763 sample 0", fn=case_308, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:750 sample 1", fn=case_307, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:763 sample 1", fn=case_309, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:750 sample 2", fn=case_308, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:763 sample 2", fn=case_310, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:750 sample 3", fn=case_309, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:763 sample 3", fn=case_311, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:759 sample 0", fn=case_310, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:772 sample 0", fn=case_312, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:759 sample 1", fn=case_311, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:772 sample 1", fn=case_313, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:759 sample 2", fn=case_312, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:772 sample 2", fn=case_314, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:759 sample 3", fn=case_313, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:772 sample 3", fn=case_315, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:759 sample 4", fn=case_314, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:772 sample 4", fn=case_316, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:769 sample 0", fn=case_315, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:782 sample 0", fn=case_317, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:769 sample 1", fn=case_316, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:782 sample 1", fn=case_318, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:769 sample 2", fn=case_317, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:782 sample 2", fn=case_319, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:769 sample 3", fn=case_318, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:782 sample 3", fn=case_320, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:786 sample 0", fn=case_319, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:799 sample 0", fn=case_321, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:786 sample 1", fn=case_320, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:799 sample 1", fn=case_322, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:786 sample 2", fn=case_321, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:799 sample 2", fn=case_323, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:791 sample 0", fn=case_322, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:804 sample 0", fn=case_324, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:791 sample 1", fn=case_323, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:804 sample 1", fn=case_325, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:791 sample 2", fn=case_324, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:804 sample 2", fn=case_326, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:791 sample 3", fn=case_325, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:804 sample 3", fn=case_327, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:791 sample 4", fn=case_326, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:804 sample 4", fn=case_328, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:801 sample 0", fn=case_327, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:814 sample 0", fn=case_329, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:801 sample 1", fn=case_328, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:814 sample 1", fn=case_330, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:801 sample 2", fn=case_329, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:814 sample 2", fn=case_331, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:801 sample 3", fn=case_330, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:814 sample 3", fn=case_332, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:810 sample 0", fn=case_331, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:823 sample 0", fn=case_333, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:810 sample 1", fn=case_332, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:823 sample 1", fn=case_334, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:810 sample 2", fn=case_333, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:823 sample 2", fn=case_335, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:810 sample 3", fn=case_334, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:823 sample 3", fn=case_336, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:810 sample 4", fn=case_335, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:823 sample 4", fn=case_337, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:820 sample 0", fn=case_336, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:833 sample 0", fn=case_338, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:820 sample 1", fn=case_337, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:833 sample 1", fn=case_339, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:820 sample 2", fn=case_338, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:833 sample 2", fn=case_340, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:820 sample 3", fn=case_339, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:833 sample 3", fn=case_341, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:829 sample 0", fn=case_340, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:842 sample 0", fn=case_342, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:829 sample 1", fn=case_341, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:842 sample 1", fn=case_343, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:829 sample 2", fn=case_342, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:842 sample 2", fn=case_344, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:829 sample 3", fn=case_343, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:842 sample 3", fn=case_345, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:829 sample 4", fn=case_344, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:842 sample 4", fn=case_346, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:839 sample 0", fn=case_345, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:852 sample 0", fn=case_347, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:839 sample 1", fn=case_346, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:852 sample 1", fn=case_348, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:839 sample 2", fn=case_347, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:852 sample 2", fn=case_349, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:839 sample 3", fn=case_348, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:852 sample 3", fn=case_350, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:848 sample 0", fn=case_349, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:861 sample 0", fn=case_351, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:848 sample 1", fn=case_350, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:861 sample 1", fn=case_352, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:848 sample 2", fn=case_351, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:861 sample 2", fn=case_353, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:848 sample 3", fn=case_352, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:861 sample 3", fn=case_354, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:848 sample 4", fn=case_353, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:861 sample 4", fn=case_355, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:858 sample 0", fn=case_354, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:871 sample 0", fn=case_356, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:858 sample 1", fn=case_355, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:871 sample 1", fn=case_357, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:858 sample 2", fn=case_356, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:871 sample 2", fn=case_358, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:858 sample 3", fn=case_357, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:871 sample 3", fn=case_359, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:858 sample 4", fn=case_358, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:871 sample 4", fn=case_360, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:868 sample 0", fn=case_359, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:881 sample 0", fn=case_361, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:868 sample 1", fn=case_360, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:881 sample 1", fn=case_362, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:868 sample 2", fn=case_361, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:881 sample 2", fn=case_363, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:868 sample 3", fn=case_362, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:881 sample 3", fn=case_364, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:868 sample 4", fn=case_363, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:881 sample 4", fn=case_365, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:878 sample 0", fn=case_364, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:891 sample 0", fn=case_366, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:878 sample 1", fn=case_365, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:891 sample 1", fn=case_367, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:878 sample 2", fn=case_366, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:891 sample 2", fn=case_368, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:878 sample 3", fn=case_367, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:891 sample 3", fn=case_369, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:894 sample 0", fn=case_368, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:907 sample 0", fn=case_370, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:894 sample 1", fn=case_369, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:907 sample 1", fn=case_371, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:894 sample 2", fn=case_370, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:907 sample 2", fn=case_372, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:894 sample 3", fn=case_371, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:907 sample 3", fn=case_373, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:911 sample 0", fn=case_372, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:924 sample 0", fn=case_374, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:911 sample 1", fn=case_373, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:924 sample 1", fn=case_375, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:911 sample 2", fn=case_374, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:924 sample 2", fn=case_376, tensors=["self", "mask", "value"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:926 sample 0", fn=case_375, tensors=["self"],
+    dict(op="sum", where="ops.yaml:939 sample 0", fn=case_377, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:926 sample 1", fn=case_376, tensors=["self"],
+    dict(op="sum", where="ops.yaml:939 sample 1", fn=case_378, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:926 sample 2", fn=case_377, tensors=["self"],
+    dict(op="sum", where="ops.yaml:939 sample 2", fn=case_379, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:926 sample 3", fn=case_378, tensors=["self"],
+    dict(op="sum", where="ops.yaml:939 sample 3", fn=case_380, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:941 sample 0", fn=case_379, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:954 sample 0", fn=case_381, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:941 sample 1", fn=case_380, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:954 sample 1", fn=case_382, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:941 sample 2", fn=case_381, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:954 sample 2", fn=case_383, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:941 sample 3", fn=case_382, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:954 sample 3", fn=case_384, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:955 sample 0", fn=case_383, tensors=["self"],
+    dict(op="mean", where="ops.yaml:968 sample 0", fn=case_385, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:955 sample 1", fn=case_384, tensors=["self"],
+    dict(op="mean", where="ops.yaml:968 sample 1", fn=case_386, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:955 sample 2", fn=case_385, tensors=["self"],
+    dict(op="mean", where="ops.yaml:968 sample 2", fn=case_387, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:969 sample 0", fn=case_386, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:982 sample 0", fn=case_388, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:969 sample 1", fn=case_387, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:982 sample 1", fn=case_389, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:981 sample 0", fn=case_388, tensors=["self"],
+    dict(op="amax", where="ops.yaml:994 sample 0", fn=case_390, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:981 sample 1", fn=case_389, tensors=["self"],
+    dict(op="amax", where="ops.yaml:994 sample 1", fn=case_391, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:981 sample 2", fn=case_390, tensors=["self"],
+    dict(op="amax", where="ops.yaml:994 sample 2", fn=case_392, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:994 sample 0", fn=case_391, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1007 sample 0", fn=case_393, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:994 sample 1", fn=case_392, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1007 sample 1", fn=case_394, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:994 sample 2", fn=case_393, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1007 sample 2", fn=case_395, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:994 sample 3", fn=case_394, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1007 sample 3", fn=case_396, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:994 sample 4", fn=case_395, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1007 sample 4", fn=case_397, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1008 sample 0", fn=case_396, tensors=["self"],
+    dict(op="max", where="ops.yaml:1021 sample 0", fn=case_398, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1008 sample 1", fn=case_397, tensors=["self"],
+    dict(op="max", where="ops.yaml:1021 sample 1", fn=case_399, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1008 sample 2", fn=case_398, tensors=["self"],
+    dict(op="max", where="ops.yaml:1021 sample 2", fn=case_400, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1020 sample 0", fn=case_399, tensors=["self"],
+    dict(op="min", where="ops.yaml:1033 sample 0", fn=case_401, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1020 sample 1", fn=case_400, tensors=["self"],
+    dict(op="min", where="ops.yaml:1033 sample 1", fn=case_402, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1020 sample 2", fn=case_401, tensors=["self"],
+    dict(op="min", where="ops.yaml:1033 sample 2", fn=case_403, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 0 result values", fn=case_402, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 0 result values", fn=case_404, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 0 result indices", fn=case_403, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 0 result indices", fn=case_405, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 1 result values", fn=case_404, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 1 result values", fn=case_406, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 1 result indices", fn=case_405, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 1 result indices", fn=case_407, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 2 result values", fn=case_406, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 2 result values", fn=case_408, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 2 result indices", fn=case_407, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 2 result indices", fn=case_409, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 3 result values", fn=case_408, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 3 result values", fn=case_410, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 3 result indices", fn=case_409, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 3 result indices", fn=case_411, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 4 result values", fn=case_410, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 4 result values", fn=case_412, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1034 sample 4 result indices", fn=case_411, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1047 sample 4 result indices", fn=case_413, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1050 sample 0 result values", fn=case_412, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1063 sample 0 result values", fn=case_414, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1050 sample 0 result indices", fn=case_413, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1063 sample 0 result indices", fn=case_415, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1050 sample 1 result values", fn=case_414, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1063 sample 1 result values", fn=case_416, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1050 sample 1 result indices", fn=case_415, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1063 sample 1 result indices", fn=case_417, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1050 sample 2 result values", fn=case_416, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1063 sample 2 result values", fn=case_418, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1050 sample 2 result indices", fn=case_417, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1063 sample 2 result indices", fn=case_419, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1050 sample 3 result values", fn=case_418, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1063 sample 3 result values", fn=case_420, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1050 sample 3 result indices", fn=case_419, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1063 sample 3 result indices", fn=case_421, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1064 sample 0", fn=case_420, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1077 sample 0", fn=case_422, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1064 sample 1", fn=case_421, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1077 sample 1", fn=case_423, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1064 sample 2", fn=case_422, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1077 sample 2", fn=case_424, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1064 sample 3", fn=case_423, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1077 sample 3", fn=case_425, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1064 sample 4", fn=case_424, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1077 sample 4", fn=case_426, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1079 sample 0", fn=case_425, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1092 sample 0", fn=case_427, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1079 sample 1", fn=case_426, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1092 sample 1", fn=case_428, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1079 sample 2", fn=case_427, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1092 sample 2", fn=case_429, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1079 sample 3", fn=case_428, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1092 sample 3", fn=case_430, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1093 sample 0", fn=case_429, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1106 sample 0", fn=case_431, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1093 sample 1", fn=case_430, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1106 sample 1", fn=case_432, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1093 sample 2", fn=case_431, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1106 sample 2", fn=case_433, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1093 sample 3", fn=case_432, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1106 sample 3", fn=case_434, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1108 sample 0", fn=case_433, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1121 sample 0", fn=case_435, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1108 sample 1", fn=case_434, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1121 sample 1", fn=case_436, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1108 sample 2", fn=case_435, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1121 sample 2", fn=case_437, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1108 sample 3", fn=case_436, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1121 sample 3", fn=case_438, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1122 sample 0", fn=case_437, tensors=["self"],
+    dict(op="all", where="ops.yaml:1135 sample 0", fn=case_439, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1122 sample 1", fn=case_438, tensors=["self"],
+    dict(op="all", where="ops.yaml:1135 sample 1", fn=case_440, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1135 sample 0", fn=case_439, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1148 sample 0", fn=case_441, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1135 sample 1", fn=case_440, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1148 sample 1", fn=case_442, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1135 sample 2", fn=case_441, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1148 sample 2", fn=case_443, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1148 sample 0", fn=case_442, tensors=["self"],
+    dict(op="any", where="ops.yaml:1161 sample 0", fn=case_444, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1148 sample 1", fn=case_443, tensors=["self"],
+    dict(op="any", where="ops.yaml:1161 sample 1", fn=case_445, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1161 sample 0", fn=case_444, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1174 sample 0", fn=case_446, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1161 sample 1", fn=case_445, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1174 sample 1", fn=case_447, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1161 sample 2", fn=case_446, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1174 sample 2", fn=case_448, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1174 sample 0", fn=case_447, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1187 sample 0", fn=case_449, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1174 sample 1", fn=case_448, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1187 sample 1", fn=case_450, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1174 sample 2", fn=case_449, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1187 sample 2", fn=case_451, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1174 sample 3", fn=case_450, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1187 sample 3", fn=case_452, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1174 sample 4", fn=case_451, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1187 sample 4", fn=case_453, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1189 sample 0", fn=case_452, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1202 sample 0", fn=case_454, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1189 sample 1", fn=case_453, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1202 sample 1", fn=case_455, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1189 sample 2", fn=case_454, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1202 sample 2", fn=case_456, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1189 sample 3", fn=case_455, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1202 sample 3", fn=case_457, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1203 sample 0", fn=case_456, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1216 sample 0", fn=case_458, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1203 sample 1", fn=case_457, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1216 sample 1", fn=case_459, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1203 sample 2", fn=case_458, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1216 sample 2", fn=case_460, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1203 sample 3", fn=case_459, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1216 sample 3", fn=case_461, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1218 sample 0", fn=case_460, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1231 sample 0", fn=case_462, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1218 sample 1", fn=case_461, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1231 sample 1", fn=case_463, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1218 sample 2", fn=case_462, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1231 sample 2", fn=case_464, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1236 sample 0", fn=case_463, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1249 sample 0", fn=case_465, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1236 sample 1", fn=case_464, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1249 sample 1", fn=case_466, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1236 sample 2", fn=case_465, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1249 sample 2", fn=case_467, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1236 sample 3", fn=case_466, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1249 sample 3", fn=case_468, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1323 sample 0", fn=case_467, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1336 sample 0", fn=case_469, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1323 sample 1", fn=case_468, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1336 sample 1", fn=case_470, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1323 sample 2", fn=case_469, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1336 sample 2", fn=case_471, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1323 sample 3", fn=case_470, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1336 sample 3", fn=case_472, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 0", fn=case_471, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 0", fn=case_473, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 1", fn=case_472, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 1", fn=case_474, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 2", fn=case_473, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 2", fn=case_475, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 3", fn=case_474, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 3", fn=case_476, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 4", fn=case_475, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 4", fn=case_477, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 5", fn=case_476, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 5", fn=case_478, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 6", fn=case_477, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 6", fn=case_479, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 7", fn=case_478, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 7", fn=case_480, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 8", fn=case_479, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 8", fn=case_481, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 9", fn=case_480, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 9", fn=case_482, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1341 sample 10", fn=case_481, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1354 sample 10", fn=case_483, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1371 sample 0", fn=case_482, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1384 sample 0", fn=case_484, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1371 sample 1", fn=case_483, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1384 sample 1", fn=case_485, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1371 sample 2", fn=case_484, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1384 sample 2", fn=case_486, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1371 sample 3", fn=case_485, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1384 sample 3", fn=case_487, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1398 sample 0", fn=case_486, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1411 sample 0", fn=case_488, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1398 sample 1", fn=case_487, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1411 sample 1", fn=case_489, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1398 sample 2", fn=case_488, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1411 sample 2", fn=case_490, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1398 sample 3", fn=case_489, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1411 sample 3", fn=case_491, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1398 sample 4", fn=case_490, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1411 sample 4", fn=case_492, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1430 sample 0", fn=case_491, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1443 sample 0", fn=case_493, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1430 sample 1", fn=case_492, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1443 sample 1", fn=case_494, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1430 sample 2", fn=case_493, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1443 sample 2", fn=case_495, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1430 sample 3", fn=case_494, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1443 sample 3", fn=case_496, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1430 sample 4", fn=case_495, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1443 sample 4", fn=case_497, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1451 sample 0", fn=case_496, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1464 sample 0", fn=case_498, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1451 sample 1", fn=case_497, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1464 sample 1", fn=case_499, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1451 sample 2", fn=case_498, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1464 sample 2", fn=case_500, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1468 sample 0", fn=case_499, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1481 sample 0", fn=case_501, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1468 sample 1", fn=case_500, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1481 sample 1", fn=case_502, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1468 sample 2", fn=case_501, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1481 sample 2", fn=case_503, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 0", fn=case_502, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1500 sample 0", fn=case_504, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 1", fn=case_503, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1500 sample 1", fn=case_505, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 2", fn=case_504, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1500 sample 2", fn=case_506, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 3", fn=case_505, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1500 sample 3", fn=case_507, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 4", fn=case_506, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1500 sample 4", fn=case_508, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 5", fn=case_507, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1500 sample 5", fn=case_509, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 6", fn=case_508, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1500 sample 6", fn=case_510, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 7", fn=case_509, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1500 sample 7", fn=case_511, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 8", fn=case_510, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1500 sample 8", fn=case_512, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1487 sample 9", fn=case_511, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1500 sample 9", fn=case_513, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1513 sample 0", fn=case_512, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1526 sample 0", fn=case_514, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1513 sample 1", fn=case_513, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1526 sample 1", fn=case_515, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1513 sample 2", fn=case_514, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1526 sample 2", fn=case_516, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1513 sample 3", fn=case_515, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1526 sample 3", fn=case_517, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1534 sample 0", fn=case_516, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1547 sample 0", fn=case_518, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1534 sample 1", fn=case_517, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1547 sample 1", fn=case_519, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1534 sample 2", fn=case_518, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1547 sample 2", fn=case_520, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1534 sample 3", fn=case_519, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1547 sample 3", fn=case_521, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1552 sample 0", fn=case_520, tensors=["self"],
+    dict(op="t", where="ops.yaml:1565 sample 0", fn=case_522, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1552 sample 1", fn=case_521, tensors=["self"],
+    dict(op="t", where="ops.yaml:1565 sample 1", fn=case_523, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1563 sample 0", fn=case_522, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1576 sample 0", fn=case_524, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1563 sample 1", fn=case_523, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1576 sample 1", fn=case_525, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1577 sample 0", fn=case_524, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1590 sample 0", fn=case_526, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1586 sample 0", fn=case_525, tensors=["self"],
+    dict(op="view", where="ops.yaml:1599 sample 0", fn=case_527, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1586 sample 1", fn=case_526, tensors=["self"],
+    dict(op="view", where="ops.yaml:1599 sample 1", fn=case_528, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1596 sample 0", fn=case_527, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1609 sample 0", fn=case_529, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1596 sample 1", fn=case_528, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1609 sample 1", fn=case_530, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1606 sample 0", fn=case_529, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1619 sample 0", fn=case_531, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1606 sample 1", fn=case_530, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1619 sample 1", fn=case_532, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1616 sample 0", fn=case_531, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1629 sample 0", fn=case_533, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1626 sample 0", fn=case_532, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1639 sample 0", fn=case_534, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1626 sample 1", fn=case_533, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1639 sample 1", fn=case_535, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1637 sample 0", fn=case_534, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1650 sample 0", fn=case_536, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1637 sample 1", fn=case_535, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1650 sample 1", fn=case_537, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1651 sample 0", fn=case_536, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1664 sample 0", fn=case_538, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1651 sample 1", fn=case_537, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1664 sample 1", fn=case_539, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1662 sample 0", fn=case_538, tensors=["self"],
+    dict(op="select", where="ops.yaml:1675 sample 0", fn=case_540, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1662 sample 1", fn=case_539, tensors=["self"],
+    dict(op="select", where="ops.yaml:1675 sample 1", fn=case_541, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1672 sample 0", fn=case_540, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1685 sample 0", fn=case_542, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1685 sample 0", fn=case_541, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1698 sample 0", fn=case_543, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1685 sample 1", fn=case_542, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1698 sample 1", fn=case_544, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1685 sample 2", fn=case_543, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1698 sample 2", fn=case_545, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1685 sample 3", fn=case_544, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1698 sample 3", fn=case_546, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1685 sample 4", fn=case_545, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1698 sample 4", fn=case_547, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1704 sample 0", fn=case_546, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1717 sample 0", fn=case_548, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1704 sample 1", fn=case_547, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1717 sample 1", fn=case_549, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1704 sample 2", fn=case_548, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1717 sample 2", fn=case_550, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1704 sample 3", fn=case_549, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1717 sample 3", fn=case_551, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1716 sample 0", fn=case_550, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1729 sample 0", fn=case_552, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1716 sample 1", fn=case_551, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1729 sample 1", fn=case_553, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1716 sample 2", fn=case_552, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1729 sample 2", fn=case_554, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1716 sample 3", fn=case_553, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1729 sample 3", fn=case_555, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1734 sample 0", fn=case_554, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1747 sample 0", fn=case_556, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1734 sample 1", fn=case_555, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1747 sample 1", fn=case_557, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1734 sample 2", fn=case_556, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1747 sample 2", fn=case_558, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1734 sample 3", fn=case_557, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1747 sample 3", fn=case_559, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1749 sample 0", fn=case_558, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1762 sample 0", fn=case_560, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1749 sample 1", fn=case_559, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1762 sample 1", fn=case_561, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1749 sample 2", fn=case_560, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1762 sample 2", fn=case_562, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1749 sample 3", fn=case_561, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1762 sample 3", fn=case_563, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1749 sample 4", fn=case_562, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1762 sample 4", fn=case_564, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1749 sample 5", fn=case_563, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1762 sample 5", fn=case_565, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1764 sample 0", fn=case_564, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1777 sample 0", fn=case_566, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1764 sample 1", fn=case_565, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1777 sample 1", fn=case_567, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1764 sample 2", fn=case_566, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1777 sample 2", fn=case_568, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1764 sample 3", fn=case_567, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1777 sample 3", fn=case_569, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1764 sample 4", fn=case_568, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1777 sample 4", fn=case_570, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1781 sample 0", fn=case_569, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1794 sample 0", fn=case_571, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1781 sample 1", fn=case_570, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1794 sample 1", fn=case_572, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1781 sample 2", fn=case_571, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1794 sample 2", fn=case_573, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1781 sample 3", fn=case_572, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1794 sample 3", fn=case_574, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1781 sample 4", fn=case_573, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1794 sample 4", fn=case_575, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1805 sample 0", fn=case_574, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1818 sample 0", fn=case_576, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1805 sample 1", fn=case_575, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1818 sample 1", fn=case_577, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1805 sample 2", fn=case_576, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1818 sample 2", fn=case_578, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1805 sample 3", fn=case_577, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1818 sample 3", fn=case_579, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1805 sample 4", fn=case_578, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1818 sample 4", fn=case_580, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1821 sample 0", fn=case_579, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1834 sample 0", fn=case_581, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1821 sample 1", fn=case_580, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1834 sample 1", fn=case_582, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1821 sample 2", fn=case_581, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1834 sample 2", fn=case_583, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1821 sample 3", fn=case_582, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1834 sample 3", fn=case_584, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1821 sample 4", fn=case_583, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1834 sample 4", fn=case_585, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1835 sample 0", fn=case_584, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1848 sample 0", fn=case_586, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1835 sample 1", fn=case_585, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1848 sample 1", fn=case_587, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1835 sample 2", fn=case_586, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1848 sample 2", fn=case_588, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1835 sample 3", fn=case_587, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1848 sample 3", fn=case_589, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1835 sample 4", fn=case_588, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1848 sample 4", fn=case_590, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1835 sample 5", fn=case_589, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1848 sample 5", fn=case_591, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1835 sample 6", fn=case_590, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1848 sample 6", fn=case_592, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1835 sample 7", fn=case_591, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1848 sample 7", fn=case_593, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1855 sample 0", fn=case_592, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1868 sample 0", fn=case_594, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1855 sample 1", fn=case_593, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1868 sample 1", fn=case_595, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1855 sample 2", fn=case_594, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1868 sample 2", fn=case_596, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1855 sample 3", fn=case_595, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1868 sample 3", fn=case_597, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1855 sample 4", fn=case_596, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1868 sample 4", fn=case_598, tensors=["tensors_0", "tensors_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1876 sample 0", fn=case_597, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1889 sample 0", fn=case_599, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1876 sample 1", fn=case_598, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1889 sample 1", fn=case_600, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1876 sample 2", fn=case_599, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1889 sample 2", fn=case_601, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1876 sample 3", fn=case_600, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1889 sample 3", fn=case_602, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1876 sample 4", fn=case_601, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1889 sample 4", fn=case_603, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1890 sample 0", fn=case_602, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1903 sample 0", fn=case_604, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1890 sample 1", fn=case_603, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1903 sample 1", fn=case_605, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1890 sample 2", fn=case_604, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1903 sample 2", fn=case_606, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1890 sample 3", fn=case_605, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1903 sample 3", fn=case_607, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1903 sample 0", fn=case_606, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1916 sample 0", fn=case_608, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1903 sample 1", fn=case_607, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1916 sample 1", fn=case_609, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1903 sample 2", fn=case_608, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1916 sample 2", fn=case_610, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1903 sample 3", fn=case_609, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1916 sample 3", fn=case_611, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1916 sample 0", fn=case_610, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1929 sample 0", fn=case_612, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1916 sample 1", fn=case_611, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1929 sample 1", fn=case_613, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1916 sample 2", fn=case_612, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1929 sample 2", fn=case_614, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1916 sample 3", fn=case_613, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1929 sample 3", fn=case_615, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1929 sample 0", fn=case_614, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1942 sample 0", fn=case_616, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1929 sample 1", fn=case_615, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1942 sample 1", fn=case_617, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1929 sample 2", fn=case_616, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1942 sample 2", fn=case_618, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1929 sample 3", fn=case_617, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1942 sample 3", fn=case_619, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 0", fn=case_618, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 0", fn=case_620, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 1", fn=case_619, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 1", fn=case_621, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 2", fn=case_620, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 2", fn=case_622, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 3", fn=case_621, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 3", fn=case_623, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 4", fn=case_622, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 4", fn=case_624, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1946 sample 5", fn=case_623, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1959 sample 5", fn=case_625, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 0", fn=case_624, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 0", fn=case_626, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 1", fn=case_625, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 1", fn=case_627, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 2", fn=case_626, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 2", fn=case_628, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 3", fn=case_627, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 3", fn=case_629, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1970 sample 4", fn=case_628, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1983 sample 4", fn=case_630, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1985 sample 0", fn=case_629, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1998 sample 0", fn=case_631, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1985 sample 1", fn=case_630, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1998 sample 1", fn=case_632, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1985 sample 2", fn=case_631, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1998 sample 2", fn=case_633, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 0", fn=case_632, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 0", fn=case_634, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 1", fn=case_633, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 1", fn=case_635, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 2", fn=case_634, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 2", fn=case_636, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 3", fn=case_635, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 3", fn=case_637, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1998 sample 4", fn=case_636, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2011 sample 4", fn=case_638, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2021 sample 0", fn=case_637, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2034 sample 0", fn=case_639, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2021 sample 1", fn=case_638, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2034 sample 1", fn=case_640, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2021 sample 2", fn=case_639, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2034 sample 2", fn=case_641, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2021 sample 3", fn=case_640, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2034 sample 3", fn=case_642, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2042 sample 0", fn=case_641, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2055 sample 0", fn=case_643, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2042 sample 1", fn=case_642, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2055 sample 1", fn=case_644, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2042 sample 2", fn=case_643, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2055 sample 2", fn=case_645, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 0", fn=case_644, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 0", fn=case_646, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 1", fn=case_645, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 1", fn=case_647, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 2", fn=case_646, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 2", fn=case_648, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 3", fn=case_647, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 3", fn=case_649, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2055 sample 4", fn=case_648, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2068 sample 4", fn=case_650, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2074 sample 0", fn=case_649, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2087 sample 0", fn=case_651, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2074 sample 1", fn=case_650, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2087 sample 1", fn=case_652, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2074 sample 2", fn=case_651, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2087 sample 2", fn=case_653, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2074 sample 3", fn=case_652, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2087 sample 3", fn=case_654, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2088 sample 0", fn=case_653, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2101 sample 0", fn=case_655, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2088 sample 1", fn=case_654, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2101 sample 1", fn=case_656, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2115 sample 0", fn=case_655, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2128 sample 0", fn=case_657, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2115 sample 1", fn=case_656, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2128 sample 1", fn=case_658, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2115 sample 2", fn=case_657, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2128 sample 2", fn=case_659, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2115 sample 3", fn=case_658, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2128 sample 3", fn=case_660, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2127 sample 0", fn=case_659, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2140 sample 0", fn=case_661, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2127 sample 1", fn=case_660, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2140 sample 1", fn=case_662, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2127 sample 2", fn=case_661, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2140 sample 2", fn=case_663, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2127 sample 3", fn=case_662, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2140 sample 3", fn=case_664, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 0", fn=case_663, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 0", fn=case_665, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 1", fn=case_664, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 1", fn=case_666, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 2", fn=case_665, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 2", fn=case_667, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 3", fn=case_666, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 3", fn=case_668, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2140 sample 4", fn=case_667, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2153 sample 4", fn=case_669, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 0", fn=case_668, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 0", fn=case_670, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 1", fn=case_669, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 1", fn=case_671, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 2", fn=case_670, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 2", fn=case_672, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 3", fn=case_671, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 3", fn=case_673, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2155 sample 4", fn=case_672, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2168 sample 4", fn=case_674, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2171 sample 0", fn=case_673, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2184 sample 0", fn=case_675, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2171 sample 1", fn=case_674, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2184 sample 1", fn=case_676, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2182 sample 0", fn=case_675, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 0", fn=case_677, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2182 sample 1", fn=case_676, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 1", fn=case_678, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2182 sample 2", fn=case_677, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 2", fn=case_679, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2182 sample 3", fn=case_678, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 3", fn=case_680, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2182 sample 4", fn=case_679, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 4", fn=case_681, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2182 sample 5", fn=case_680, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2195 sample 5", fn=case_682, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2197 sample 0", fn=case_681, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 0", fn=case_683, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2197 sample 1", fn=case_682, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 1", fn=case_684, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2197 sample 2", fn=case_683, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 2", fn=case_685, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2197 sample 3", fn=case_684, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 3", fn=case_686, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2197 sample 4", fn=case_685, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2210 sample 4", fn=case_687, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 0 result values", fn=case_686, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 0 result values", fn=case_688, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 0 result indices", fn=case_687, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 0 result indices", fn=case_689, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 1 result values", fn=case_688, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 1 result values", fn=case_690, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 1 result indices", fn=case_689, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 1 result indices", fn=case_691, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 2 result values", fn=case_690, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 2 result values", fn=case_692, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 2 result indices", fn=case_691, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 2 result indices", fn=case_693, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 3 result values", fn=case_692, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 3 result values", fn=case_694, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 3 result indices", fn=case_693, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 3 result indices", fn=case_695, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 4 result values", fn=case_694, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 4 result values", fn=case_696, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2212 sample 4 result indices", fn=case_695, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2225 sample 4 result indices", fn=case_697, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2228 sample 0 result values", fn=case_696, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2241 sample 0 result values", fn=case_698, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2228 sample 0 result indices", fn=case_697, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2241 sample 0 result indices", fn=case_699, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2228 sample 1 result values", fn=case_698, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2241 sample 1 result values", fn=case_700, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2228 sample 1 result indices", fn=case_699, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2241 sample 1 result indices", fn=case_701, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 0 result values", fn=case_700, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 0 result values", fn=case_702, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 0 result indices", fn=case_701, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 0 result indices", fn=case_703, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 1 result values", fn=case_702, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 1 result values", fn=case_704, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 1 result indices", fn=case_703, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 1 result indices", fn=case_705, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 2 result values", fn=case_704, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 2 result values", fn=case_706, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 2 result indices", fn=case_705, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 2 result indices", fn=case_707, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 3 result values", fn=case_706, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 3 result values", fn=case_708, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 3 result indices", fn=case_707, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 3 result indices", fn=case_709, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 4 result values", fn=case_708, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 4 result values", fn=case_710, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2242 sample 4 result indices", fn=case_709, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2255 sample 4 result indices", fn=case_711, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2264 sample 0", fn=case_710, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2277 sample 0", fn=case_712, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2264 sample 1", fn=case_711, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2277 sample 1", fn=case_713, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2264 sample 2", fn=case_712, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2277 sample 2", fn=case_714, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2264 sample 3", fn=case_713, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2277 sample 3", fn=case_715, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2283 sample 0", fn=case_714, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2296 sample 0", fn=case_716, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2283 sample 1", fn=case_715, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2296 sample 1", fn=case_717, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2283 sample 2", fn=case_716, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2296 sample 2", fn=case_718, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2283 sample 3", fn=case_717, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2296 sample 3", fn=case_719, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2298 sample 0", fn=case_718, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2311 sample 0", fn=case_720, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2298 sample 1", fn=case_719, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2311 sample 1", fn=case_721, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2311 sample 0", fn=case_720, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2324 sample 0", fn=case_722, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2358 sample 0", fn=case_721, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 0", fn=case_723, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2358 sample 1", fn=case_722, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 1", fn=case_724, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2358 sample 2", fn=case_723, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 2", fn=case_725, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2358 sample 3", fn=case_724, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 3", fn=case_726, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2358 sample 4", fn=case_725, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 4", fn=case_727, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2358 sample 5", fn=case_726, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2371 sample 5", fn=case_728, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2380 sample 0", fn=case_727, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2393 sample 0", fn=case_729, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2380 sample 1", fn=case_728, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2393 sample 1", fn=case_730, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2380 sample 2", fn=case_729, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2393 sample 2", fn=case_731, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2400 sample 0", fn=case_730, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2413 sample 0", fn=case_732, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2400 sample 1", fn=case_731, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2413 sample 1", fn=case_733, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2400 sample 2", fn=case_732, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2413 sample 2", fn=case_734, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2419 sample 0", fn=case_733, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2432 sample 0", fn=case_735, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2437 sample 0", fn=case_734, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2450 sample 0", fn=case_736, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2437 sample 1", fn=case_735, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2450 sample 1", fn=case_737, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2437 sample 2", fn=case_736, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2450 sample 2", fn=case_738, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2437 sample 3", fn=case_737, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2450 sample 3", fn=case_739, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2453 sample 0", fn=case_738, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2466 sample 0", fn=case_740, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2453 sample 1", fn=case_739, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2466 sample 1", fn=case_741, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2466 sample 0", fn=case_740, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2479 sample 0", fn=case_742, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2466 sample 1", fn=case_741, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2479 sample 1", fn=case_743, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2480 sample 0", fn=case_742, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2493 sample 0", fn=case_744, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2480 sample 1", fn=case_743, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2493 sample 1", fn=case_745, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 0 result values", fn=case_744, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 0 result values", fn=case_746, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 0 result indices", fn=case_745, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 0 result indices", fn=case_747, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 1 result values", fn=case_746, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 1 result values", fn=case_748, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 1 result indices", fn=case_747, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 1 result indices", fn=case_749, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 2 result values", fn=case_748, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 2 result values", fn=case_750, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 2 result indices", fn=case_749, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 2 result indices", fn=case_751, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 3 result values", fn=case_750, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 3 result values", fn=case_752, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2498 sample 3 result indices", fn=case_751, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2511 sample 3 result indices", fn=case_753, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2516 sample 0", fn=case_752, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2529 sample 0", fn=case_754, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2516 sample 1", fn=case_753, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2529 sample 1", fn=case_755, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2516 sample 2", fn=case_754, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2529 sample 2", fn=case_756, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2541 sample 0", fn=case_755, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 0", fn=case_757, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2541 sample 1", fn=case_756, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 1", fn=case_758, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2541 sample 2", fn=case_757, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 2", fn=case_759, tensors=["input", "bias"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2541 sample 3", fn=case_758, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 3", fn=case_760, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2541 sample 4", fn=case_759, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2554 sample 4", fn=case_761, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2568 sample 0", fn=case_760, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 0", fn=case_762, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2568 sample 1", fn=case_761, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 1", fn=case_763, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2568 sample 2", fn=case_762, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 2", fn=case_764, tensors=["input", "bias"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2568 sample 3", fn=case_763, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 3", fn=case_765, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2568 sample 4", fn=case_764, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2581 sample 4", fn=case_766, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2592 sample 0", fn=case_765, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2605 sample 0", fn=case_767, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2592 sample 1", fn=case_766, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2605 sample 1", fn=case_768, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2592 sample 2", fn=case_767, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2605 sample 2", fn=case_769, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2592 sample 3", fn=case_768, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2605 sample 3", fn=case_770, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2626 sample 0", fn=case_769, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 0", fn=case_771, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2626 sample 1", fn=case_770, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 1", fn=case_772, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2626 sample 2", fn=case_771, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 2", fn=case_773, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2626 sample 3", fn=case_772, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 3", fn=case_774, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2626 sample 4", fn=case_773, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 4", fn=case_775, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2626 sample 5", fn=case_774, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2639 sample 5", fn=case_776, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2660 sample 0", fn=case_775, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2673 sample 0", fn=case_777, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2660 sample 1", fn=case_776, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2673 sample 1", fn=case_778, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2691 sample 0", fn=case_777, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2704 sample 0", fn=case_779, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2691 sample 1", fn=case_778, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2704 sample 1", fn=case_780, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2836 sample 0", fn=case_779, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 0", fn=case_781, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2836 sample 1", fn=case_780, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 1", fn=case_782, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2836 sample 2", fn=case_781, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 2", fn=case_783, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2836 sample 3", fn=case_782, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 3", fn=case_784, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2836 sample 4", fn=case_783, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2873 sample 4", fn=case_785, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2854 sample 0", fn=case_784, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 0", fn=case_786, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2854 sample 1", fn=case_785, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 1", fn=case_787, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2854 sample 2", fn=case_786, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 2", fn=case_788, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2854 sample 3", fn=case_787, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 3", fn=case_789, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2854 sample 4", fn=case_788, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2891 sample 4", fn=case_790, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2872 sample 0", fn=case_789, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2909 sample 0", fn=case_791, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2872 sample 1", fn=case_790, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2909 sample 1", fn=case_792, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2872 sample 2", fn=case_791, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2909 sample 2", fn=case_793, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2889 sample 0", fn=case_792, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2926 sample 0", fn=case_794, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2889 sample 1", fn=case_793, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2926 sample 1", fn=case_795, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2889 sample 2", fn=case_794, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2926 sample 2", fn=case_796, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2928 sample 0", fn=case_795, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 0", fn=case_797, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2928 sample 1", fn=case_796, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 1", fn=case_798, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2928 sample 2", fn=case_797, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 2", fn=case_799, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2928 sample 3", fn=case_798, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 3", fn=case_800, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2928 sample 4", fn=case_799, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2965 sample 4", fn=case_801, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2942 sample 0", fn=case_800, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 0", fn=case_802, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2942 sample 1", fn=case_801, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 1", fn=case_803, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2942 sample 2", fn=case_802, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 2", fn=case_804, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2942 sample 3", fn=case_803, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 3", fn=case_805, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2942 sample 4", fn=case_804, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2979 sample 4", fn=case_806, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2957 sample 0", fn=case_805, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 0", fn=case_807, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2957 sample 1", fn=case_806, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 1", fn=case_808, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2957 sample 2", fn=case_807, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 2", fn=case_809, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2957 sample 3", fn=case_808, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 3", fn=case_810, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2957 sample 4", fn=case_809, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2994 sample 4", fn=case_811, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 0", fn=case_810, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 0", fn=case_812, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 1", fn=case_811, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 1", fn=case_813, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 2", fn=case_812, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 2", fn=case_814, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 3", fn=case_813, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 3", fn=case_815, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 4", fn=case_814, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 4", fn=case_816, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2972 sample 5", fn=case_815, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3009 sample 5", fn=case_817, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2988 sample 0", fn=case_816, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 0", fn=case_818, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2988 sample 1", fn=case_817, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 1", fn=case_819, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2988 sample 2", fn=case_818, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 2", fn=case_820, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2988 sample 3", fn=case_819, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 3", fn=case_821, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2988 sample 4", fn=case_820, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3025 sample 4", fn=case_822, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 0", fn=case_821, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 0", fn=case_823, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 1", fn=case_822, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 1", fn=case_824, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 2", fn=case_823, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 2", fn=case_825, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 3", fn=case_824, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 3", fn=case_826, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 4", fn=case_825, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 4", fn=case_827, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3004 sample 5", fn=case_826, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3041 sample 5", fn=case_828, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 0", fn=case_827, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 0", fn=case_829, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 1", fn=case_828, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 1", fn=case_830, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 2", fn=case_829, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 2", fn=case_831, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 3", fn=case_830, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 3", fn=case_832, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 4", fn=case_831, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 4", fn=case_833, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3020 sample 5", fn=case_832, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3057 sample 5", fn=case_834, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3043 sample 0", fn=case_833, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 0", fn=case_835, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3043 sample 1", fn=case_834, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 1", fn=case_836, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3043 sample 2", fn=case_835, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 2", fn=case_837, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3043 sample 3", fn=case_836, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 3", fn=case_838, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3043 sample 4", fn=case_837, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 4", fn=case_839, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3043 sample 5", fn=case_838, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3080 sample 5", fn=case_840, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 0", fn=case_839, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 0", fn=case_841, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 1", fn=case_840, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 1", fn=case_842, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 2", fn=case_841, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 2", fn=case_843, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 3", fn=case_842, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 3", fn=case_844, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 4", fn=case_843, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 4", fn=case_845, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 5", fn=case_844, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 5", fn=case_846, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 6", fn=case_845, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 6", fn=case_847, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 7", fn=case_846, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 7", fn=case_848, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 8", fn=case_847, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 8", fn=case_849, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 9", fn=case_848, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 9", fn=case_850, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 10", fn=case_849, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 10", fn=case_851, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3066 sample 11", fn=case_850, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3103 sample 11", fn=case_852, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 0", fn=case_851, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 0", fn=case_853, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 1", fn=case_852, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 1", fn=case_854, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 2", fn=case_853, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 2", fn=case_855, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 3", fn=case_854, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 3", fn=case_856, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3091 sample 4", fn=case_855, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3128 sample 4", fn=case_857, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 0", fn=case_856, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 0", fn=case_858, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 1", fn=case_857, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 1", fn=case_859, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 2", fn=case_858, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 2", fn=case_860, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 3", fn=case_859, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 3", fn=case_861, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 4", fn=case_860, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 4", fn=case_862, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 5", fn=case_861, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 5", fn=case_863, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3128 sample 6", fn=case_862, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3165 sample 6", fn=case_864, tensors=["query", "key", "value"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3148 sample 0", fn=case_863, tensors=[],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 0 result output", fn=case_865, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 0 result attn", fn=case_866, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 1 result output", fn=case_867, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 1 result attn", fn=case_868, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 2 result output", fn=case_869, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 2 result attn", fn=case_870, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 3 result output", fn=case_871, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3193 sample 3 result attn", fn=case_872, tensors=["query", "key", "value"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty", where="ops.yaml:3223 sample 0", fn=case_873, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3148 sample 1", fn=case_864, tensors=[],
+    dict(op="empty", where="ops.yaml:3223 sample 1", fn=case_874, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3148 sample 2", fn=case_865, tensors=[],
+    dict(op="empty", where="ops.yaml:3223 sample 2", fn=case_875, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3155 sample 0", fn=case_866, tensors=[],
+    dict(op="zeros", where="ops.yaml:3230 sample 0", fn=case_876, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3163 sample 0", fn=case_867, tensors=[],
+    dict(op="ones", where="ops.yaml:3238 sample 0", fn=case_877, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3178 sample 0", fn=case_868, tensors=[],
+    dict(op="full", where="ops.yaml:3253 sample 0", fn=case_878, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3178 sample 1", fn=case_869, tensors=[],
+    dict(op="full", where="ops.yaml:3253 sample 1", fn=case_879, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3178 sample 2", fn=case_870, tensors=[],
+    dict(op="full", where="ops.yaml:3253 sample 2", fn=case_880, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3189 sample 0", fn=case_871, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3264 sample 0", fn=case_881, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3189 sample 1", fn=case_872, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3264 sample 1", fn=case_882, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3189 sample 2", fn=case_873, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3264 sample 2", fn=case_883, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3209 sample 0", fn=case_874, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3284 sample 0", fn=case_884, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3209 sample 1", fn=case_875, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3284 sample 1", fn=case_885, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3209 sample 2", fn=case_876, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3284 sample 2", fn=case_886, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3209 sample 3", fn=case_877, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3284 sample 3", fn=case_887, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3221 sample 0", fn=case_878, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3296 sample 0", fn=case_888, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3221 sample 1", fn=case_879, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3296 sample 1", fn=case_889, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3221 sample 2", fn=case_880, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3296 sample 2", fn=case_890, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3226 sample 0", fn=case_881, tensors=[],
+    dict(op="arange", where="ops.yaml:3301 sample 0", fn=case_891, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3241 sample 0", fn=case_882, tensors=[],
+    dict(op="linspace", where="ops.yaml:3316 sample 0", fn=case_892, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3241 sample 1", fn=case_883, tensors=[],
+    dict(op="linspace", where="ops.yaml:3316 sample 1", fn=case_893, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3241 sample 2", fn=case_884, tensors=[],
+    dict(op="linspace", where="ops.yaml:3316 sample 2", fn=case_894, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3253 sample 0", fn=case_885, tensors=[],
+    dict(op="eye", where="ops.yaml:3328 sample 0", fn=case_895, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3253 sample 1", fn=case_886, tensors=[],
+    dict(op="eye", where="ops.yaml:3328 sample 1", fn=case_896, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3264 sample 0", fn=case_887, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3339 sample 0", fn=case_897, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3264 sample 1", fn=case_888, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3339 sample 1", fn=case_898, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3268 sample 0", fn=case_889, tensors=[],
+    dict(op="rand", where="ops.yaml:3343 sample 0", fn=case_899, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3279 sample 0", fn=case_890, tensors=[],
+    dict(op="randn", where="ops.yaml:3354 sample 0", fn=case_900, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3296 sample 0", fn=case_891, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3371 sample 0", fn=case_901, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3296 sample 1", fn=case_892, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3371 sample 1", fn=case_902, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3306 sample 0", fn=case_893, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3381 sample 0", fn=case_903, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3306 sample 1", fn=case_894, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3381 sample 1", fn=case_904, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3317 sample 0", fn=case_895, tensors=[],
+    dict(op="randint", where="ops.yaml:3392 sample 0", fn=case_905, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3317 sample 1", fn=case_896, tensors=[],
+    dict(op="randint", where="ops.yaml:3392 sample 1", fn=case_906, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3328 sample 0", fn=case_897, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3403 sample 0", fn=case_907, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3338 sample 0", fn=case_898, tensors=[],
+    dict(op="randperm", where="ops.yaml:3413 sample 0", fn=case_908, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3338 sample 1", fn=case_899, tensors=[],
+    dict(op="randperm", where="ops.yaml:3413 sample 1", fn=case_909, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3355 sample 0", fn=case_900, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3430 sample 0", fn=case_910, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3355 sample 1", fn=case_901, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3430 sample 1", fn=case_911, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3355 sample 2", fn=case_902, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3430 sample 2", fn=case_912, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3366 sample 0", fn=case_903, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3441 sample 0", fn=case_913, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3366 sample 1", fn=case_904, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3441 sample 1", fn=case_914, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3366 sample 2", fn=case_905, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3441 sample 2", fn=case_915, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3378 sample 0", fn=case_906, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3453 sample 0", fn=case_916, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3378 sample 1", fn=case_907, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3453 sample 1", fn=case_917, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3378 sample 2", fn=case_908, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3453 sample 2", fn=case_918, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:3391 sample 0", fn=case_909, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3466 sample 0", fn=case_919, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3391 sample 1", fn=case_910, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3466 sample 1", fn=case_920, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:3477 sample 0", fn=case_921, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:3477 sample 1", fn=case_922, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -46,6 +46,21 @@ mask_fits(const yt_tensor *mask, const yt_tensor *scores)
     return true;
 }
 
+/* Whether query, key and value have the same rank and leading dims (no broadcasting). */
+static bool
+same_lead(yt_tensor *query, yt_tensor *key, yt_tensor *value)
+{
+    int d = yt_tensor_dim(query);
+    if (yt_tensor_dim(key) != d || yt_tensor_dim(value) != d)
+        return false;
+    const int64_t *q = yt_tensor_sizes(query), *k = yt_tensor_sizes(key),
+                  *v = yt_tensor_sizes(value);
+    for (int i = 0; i < d - 2; i++)
+        if (k[i] != q[i] || v[i] != q[i])
+            return false;
+    return true;
+}
+
 yt_tensor *
 yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                            yt_tensor *attn_mask, double dropout_p, bool is_causal,
@@ -64,9 +79,18 @@ yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_
                         op, yt_dtype_name(yt_tensor_dtype(attn_mask)),
                         yt_dtype_name(yt_tensor_dtype(query)));
 
+    double scale = E > 0 ? 1.0 / sqrt((double)E) : 1.0;
+    if (attn_mask == NULL && !is_causal && dropout_p == 0 && same_lead(query, key, value)) {
+        /* the common case as one kernel (the same math; weights kept for the backward) */
+        yt_tensor *out = NULL, *weights = NULL;
+        if (yt_scaled_dot_product_attention_math(query, key, value, scale, &out, &weights) != YT_OK)
+            return NULL;
+        yt_release(weights);
+        return out;
+    }
     yt_tensor *kt = yt_transpose(key, -2, -1);
     yt_tensor *raw = yt_matmul(query, kt);
-    yt_tensor *scores = yt_mul_scalar(raw, yt_float(E > 0 ? 1.0 / sqrt((double)E) : 1.0));
+    yt_tensor *scores = yt_mul_scalar(raw, yt_float(scale));
     yt_release(kt);
     yt_release(raw);
     if (scores != NULL && attn_mask != NULL && !mask_fits(attn_mask, scores)) {

@@ -1,6 +1,10 @@
 /* linear(input, weight, bias) = input @ weight^T + bias, in public ops (autograd and double
  * backward come from addmm / matmul):
- *   2-D input with a bias   one addmm(bias, input, weight^T): the bias is the GEMM's C (beta 1)
+ *   2-D weight with a bias  one addmm(bias, input, weight^T): the bias is the GEMM's C (beta 1);
+ *                           an N-D input's leading dims fold into the rows (a view when its
+ *                           strides allow, else a copy, as matmul does), the result is viewed
+ *                           back: no separate pass adding the bias, none summing its gradient
+ *                           through a broadcast add
  *   otherwise               matmul(input, weight^T) (+ bias): N-D inputs fold into one mm
  * weight^T is a transposed view; the GEMM reads it in place. bias may be NULL (None). The
  * generated yt_linear has checked ranks and sizes. */
@@ -15,6 +19,24 @@ yt__composite_linear(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
     yt_tensor *result;
     if (di == 2 && dw == 2 && bias != NULL) {
         result = yt_addmm(bias, input, wt);
+    } else if (di > 2 && dw == 2 && bias != NULL) {
+        const int64_t *sizes = yt_tensor_sizes(input);
+        int64_t out_sizes[YT_MAX_DIM], rows;
+        if (!yt__checked_numel(&rows, sizes, di - 1)) {
+            char buf[YT__SIZES_BUF];
+            yt_release(wt);
+            return yt__fail(YT_ERR_NOMEM, "linear: input of shape %s has too many rows to fold",
+                            yt__format_sizes(buf, sizeof buf, sizes, di));
+        }
+        for (int i = 0; i < di - 1; i++)
+            out_sizes[i] = sizes[i];
+        out_sizes[di - 1] = yt_tensor_size(weight, 0);
+        const int64_t flat_sizes[2] = {rows, sizes[di - 1]};
+        yt_tensor *flat = yt_reshape(input, flat_sizes, 2);
+        yt_tensor *prod = yt_addmm(bias, flat, wt);
+        result = yt_view(prod, out_sizes, di);
+        yt_release(prod);
+        yt_release(flat);
     } else {
         yt_tensor *prod = yt_matmul(input, wt);
         result = bias == NULL || prod == NULL ? yt_retain(prod) : yt_add(prod, bias);

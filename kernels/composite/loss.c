@@ -393,6 +393,10 @@ yt__composite_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *se
                                            double label_smoothing)
 {
     const char *op = "cross_entropy_index_backward";
+    if (!yt_grad_enabled() || (!yt_requires_grad(grad_output) && !yt_requires_grad(self)))
+        /* nothing to record (the usual backward): the same values from one kernel */
+        return yt__cross_entropy_index_grad(grad_output, self, target, weight, reduction,
+                                            ignore_index, label_smoothing);
     double total = 0.0;
     yt_tensor *k =
         yt__class_coefficients(self, target, weight, ignore_index, label_smoothing, &total, op);

@@ -40,4 +40,11 @@ YT_INTERNAL yt_tensor *yt__class_coefficients(yt_tensor *self, yt_tensor *target
                                               int64_t ignore_index, double label_smoothing,
                                               double *total_weight, const char *op);
 
+/* cross_entropy_index_backward's values in one pass (kernels/cpu/loss_cross_entropy.c), for
+ * when no graph is recorded: a new tensor shaped like self, or NULL with the error set. */
+YT_INTERNAL yt_tensor *yt__cross_entropy_index_grad(yt_tensor *grad_output, yt_tensor *self,
+                                                    yt_tensor *target, yt_tensor *weight,
+                                                    const char *reduction, int64_t ignore_index,
+                                                    double label_smoothing);
+
 #endif

@@ -10,6 +10,14 @@ yt__composite_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
     double e = yt__scalar_to_double(exponent);
     if (e == 0.0)
         return yt_zeros_like(self);
+    if (e == 1.0)
+        return yt_retain(grad);
+    if (e == 2.0) { /* squares (mse): 2 * self * grad, without the pow */
+        yt_tensor *twice = yt_mul_scalar(self, exponent);
+        yt_tensor *result = yt_mul(grad, twice);
+        yt_release(twice);
+        return result;
+    }
     yt_tensor *power = yt_pow(self, yt_float(e - 1.0));
     yt_tensor *scaled = yt_mul_scalar(power, exponent);
     yt_tensor *result = yt_mul(grad, scaled);

@@ -6,11 +6,11 @@
  * Training uses the batch statistics and updates the running ones in place as PyTorch does:
  * running = (1 - momentum) * running + momentum * batch, with the unbiased batch variance. */
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #include "kernels.h"
 #include "norm.h"
+#include "parallel.h"
 
 #define NORM_BLOCK 2048
 
@@ -63,7 +63,7 @@ geom_of(const yt_tensor *x)
 static int
 threads_for(int64_t work, int64_t channels)
 {
-    int nth = work >= YT_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
+    int nth = work >= YT_PARALLEL_GRAIN ? yt__max_threads() : 1;
     return channels < nth ? (channels > 0 ? (int)channels : 1) : nth;
 }
 
@@ -134,6 +134,109 @@ finish(yt_tensor *t, yt_tensor *buf, yt_status st)
     return st;
 }
 
+/* Channels are independent: blocks of them run on the pool (parallel.h). */
+static void
+run_channels(int64_t work, int64_t channels, yt__chunk_fn fn, void *job, int64_t *chunks)
+{
+    int nth = threads_for(work, channels);
+    if (nth > 1)
+        nth = yt__parallel_threads(0.5 * (double)work, nth);
+    *chunks = nth > 1 ? (channels < 4 * nth ? channels : 4 * nth) : 1;
+    yt__parallel_run(*chunks, nth, fn, job);
+}
+
+typedef struct bn_fwd_job {
+    bn_geom g;
+    yt_dtype cd;
+    const char *xd;
+    char *yd;
+    bool training;
+    double eps, *mean, *var, *invstd, *w, *b;
+    int64_t chunks;
+} bn_fwd_job;
+
+static void
+bn_fwd_channels(void *arg, int64_t chunk)
+{
+    const bn_fwd_job *j = arg;
+    const int64_t N = j->g.n, C = j->g.c, S = j->g.s;
+    const yt_dtype cd = j->cd;
+    for (int64_t c = C * chunk / j->chunks; c < C * (chunk + 1) / j->chunks; c++) {
+        if (j->training) {
+            channel_stats(j->xd, cd, j->g, c, &j->mean[c], &j->var[c]);
+            j->invstd[c] = 1.0 / sqrt(j->var[c] + j->eps);
+        }
+        double a = j->invstd[c] * j->w[c], sh = j->b[c] - j->mean[c] * a;
+        for (int64_t n = 0; n < N; n++) {
+            int64_t o = (n * C + c) * S;
+            if (cd == YT_DTYPE_F64)
+                axpb_f64((double *)j->yd + o, (const double *)j->xd + o, S, a, sh);
+            else
+                axpb_f32((float *)j->yd + o, (const float *)j->xd + o, S, (float)a, (float)sh);
+        }
+    }
+}
+
+typedef struct bn_bwd_job {
+    bn_geom g;
+    yt_dtype cd;
+    const char *xd, *gd;
+    char *dxd;
+    bool only_db, need_sums, recompute, training;
+    double eps, *mean, *invstd, *w, *sg, *sgx;
+    int64_t chunks;
+} bn_bwd_job;
+
+static void
+bn_bwd_channels(void *arg, int64_t chunk)
+{
+    const bn_bwd_job *j = arg;
+    const int64_t N = j->g.n, C = j->g.c, S = j->g.s, count = j->g.count;
+    const yt_dtype cd = j->cd;
+    const char *xd = j->xd, *gd = j->gd;
+    double *mean = j->mean, *invstd = j->invstd, *sg = j->sg, *sgx = j->sgx;
+    for (int64_t c = C * chunk / j->chunks; c < C * (chunk + 1) / j->chunks; c++) {
+        if (j->recompute && count > 0) {
+            double var;
+            channel_stats(xd, cd, j->g, c, &mean[c], &var);
+            invstd[c] = 1.0 / sqrt(var + j->eps);
+        } else if (j->recompute) {
+            mean[c] = invstd[c] = 0; /* no values: the sums are 0 */
+        }
+        sg[c] = sgx[c] = 0;
+        for (int64_t n = 0; j->only_db && n < N; n++) {
+            int64_t o = (n * C + c) * S;
+            sg[c] += cd == YT_DTYPE_F64 ? sum_f64((const double *)gd + o, S)
+                                        : sum_f32((const float *)gd + o, S);
+        }
+        for (int64_t n = 0; j->need_sums && !j->only_db && n < N; n++) {
+            int64_t o = (n * C + c) * S;
+            if (cd == YT_DTYPE_F64)
+                dotc_f64((const double *)gd + o, (const double *)xd + o, S, mean[c], &sg[c],
+                         &sgx[c]);
+            else
+                dotc_f32((const float *)gd + o, (const float *)xd + o, S, (float)mean[c], &sg[c],
+                         &sgx[c]);
+        }
+        if (j->dxd == NULL)
+            continue;
+        double k = invstd[c] * j->w[c], c2 = 0, c3 = 0;
+        if (j->training && count > 0) {
+            c2 = -k * invstd[c] * invstd[c] * sgx[c] / (double)count;
+            c3 = -k * sg[c] / (double)count - c2 * mean[c];
+        }
+        for (int64_t n = 0; n < N; n++) {
+            int64_t o = (n * C + c) * S;
+            if (cd == YT_DTYPE_F64)
+                dx_f64((double *)j->dxd + o, (const double *)gd + o, (const double *)xd + o, S, k,
+                       c2, c3);
+            else
+                dx_f32((float *)j->dxd + o, (const float *)gd + o, (const float *)xd + o, S,
+                       (float)k, (float)c2, (float)c3);
+        }
+    }
+}
+
 yt_status
 yt__batchnorm_forward(yt_tensor *y, yt_tensor *save_mean, yt_tensor *save_invstd, yt_tensor *x,
                       yt_tensor *weight, yt_tensor *bias, yt_tensor *running_mean,
@@ -162,25 +265,11 @@ yt__batchnorm_forward(yt_tensor *y, yt_tensor *save_mean, yt_tensor *save_invstd
             invstd[c] = 1.0 / sqrt(var[c] + eps);
     }
     if (st == YT_OK) {
-        const int64_t N = g.n, C = g.c, S = g.s;
+        const int64_t C = g.c;
         const char *xd = yt__data_ptr(xc);
         char *yd = yt__data_ptr(yb);
-        int nth = threads_for(x->numel, C);
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-        for (int64_t c = 0; c < C; c++) {
-            if (training) {
-                channel_stats(xd, cd, g, c, &mean[c], &var[c]);
-                invstd[c] = 1.0 / sqrt(var[c] + eps);
-            }
-            double a = invstd[c] * w[c], sh = b[c] - mean[c] * a;
-            for (int64_t n = 0; n < N; n++) {
-                int64_t o = (n * C + c) * S;
-                if (cd == YT_DTYPE_F64)
-                    axpb_f64((double *)yd + o, (const double *)xd + o, S, a, sh);
-                else
-                    axpb_f32((float *)yd + o, (const float *)xd + o, S, (float)a, (float)sh);
-            }
-        }
+        bn_fwd_job j = {g, cd, xd, yd, training, eps, mean, var, invstd, w, b, 0};
+        run_channels(x->numel, C, bn_fwd_channels, &j, &j.chunks);
     }
     st = finish(y, yb, st);
     if (st == YT_OK && training) {
@@ -216,7 +305,6 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
 {
     const bool only_db = dx == NULL && dw == NULL; /* x is not read */
     const bn_geom g = geom_of(dy);
-    const int64_t count = g.count;
     yt_dtype cd = yt__norm_compute_dtype(dy->dtype);
     /* per channel: mean, invstd, weight, sum dy, sum dy*(x-mean) */
     size_t ch_bytes = (size_t)(5 * g.c + 1) * sizeof(double);
@@ -243,52 +331,13 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
             invstd[c] = 1.0 / sqrt(invstd[c] + eps);
     }
     if (st == YT_OK) {
-        const int64_t N = g.n, C = g.c, S = g.s;
+        const int64_t C = g.c;
         const char *xd = xc ? yt__data_ptr(xc) : NULL, *gd = yt__data_ptr(gc);
         char *dxd = dxb ? yt__data_ptr(dxb) : NULL;
         const bool need_sums = training || dw || db;
-        int nth = threads_for(dy->numel, C);
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-        for (int64_t c = 0; c < C; c++) {
-            if (recompute && count > 0) {
-                double var;
-                channel_stats(xd, cd, g, c, &mean[c], &var);
-                invstd[c] = 1.0 / sqrt(var + eps);
-            } else if (recompute) {
-                mean[c] = invstd[c] = 0; /* no values: the sums are 0 */
-            }
-            sg[c] = sgx[c] = 0;
-            for (int64_t n = 0; only_db && n < N; n++) {
-                int64_t o = (n * C + c) * S;
-                sg[c] += cd == YT_DTYPE_F64 ? sum_f64((const double *)gd + o, S)
-                                            : sum_f32((const float *)gd + o, S);
-            }
-            for (int64_t n = 0; need_sums && !only_db && n < N; n++) {
-                int64_t o = (n * C + c) * S;
-                if (cd == YT_DTYPE_F64)
-                    dotc_f64((const double *)gd + o, (const double *)xd + o, S, mean[c], &sg[c],
-                             &sgx[c]);
-                else
-                    dotc_f32((const float *)gd + o, (const float *)xd + o, S, (float)mean[c],
-                             &sg[c], &sgx[c]);
-            }
-            if (dxd == NULL)
-                continue;
-            double k = invstd[c] * w[c], c2 = 0, c3 = 0;
-            if (training && count > 0) {
-                c2 = -k * invstd[c] * invstd[c] * sgx[c] / (double)count;
-                c3 = -k * sg[c] / (double)count - c2 * mean[c];
-            }
-            for (int64_t n = 0; n < N; n++) {
-                int64_t o = (n * C + c) * S;
-                if (cd == YT_DTYPE_F64)
-                    dx_f64((double *)dxd + o, (const double *)gd + o, (const double *)xd + o, S, k,
-                           c2, c3);
-                else
-                    dx_f32((float *)dxd + o, (const float *)gd + o, (const float *)xd + o, S,
-                           (float)k, (float)c2, (float)c3);
-            }
-        }
+        bn_bwd_job j = {g,        cd,  xd,   gd,     dxd, only_db, need_sums, recompute,
+                        training, eps, mean, invstd, w,   sg,      sgx,       0};
+        run_channels(dy->numel, C, bn_bwd_channels, &j, &j.chunks);
         for (int64_t c = 0; c < C; c++)
             sgx[c] *= invstd[c];
     }
@@ -376,4 +425,33 @@ yt__cpu_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 {
     return yt__batchnorm_backward(NULL, NULL, result, grad_out, NULL, NULL, NULL, NULL, NULL, NULL,
                                   true, 0.0);
+}
+
+/* The three gradients in one pass per channel (batch_norm_training's backward without a graph);
+ * the ones not asked for are zeros. */
+yt_status
+yt__cpu_batch_norm_backward(yt_tensor *d_input, yt_tensor *d_weight, yt_tensor *d_bias,
+                            yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps,
+                            bool input_grad, bool weight_grad, bool bias_grad)
+{
+    const char *op = "batch_norm_backward";
+    if (check_same_shape(grad_out, input, op) != YT_OK)
+        return yt__last_status();
+    if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != input->sizes[1])) {
+        char a[YT__SIZES_BUF];
+        return yt__fail_status(YT_ERR_SHAPE, "%s: weight has shape %s, expected [%lld]", op,
+                               yt__format_sizes(a, sizeof a, weight->sizes, weight->dim),
+                               (long long)input->sizes[1]);
+    }
+    yt_tensor *skipped[3] = {input_grad ? NULL : d_input, weight_grad ? NULL : d_weight,
+                             bias_grad ? NULL : d_bias};
+    for (int i = 0; i < 3; i++) /* fresh contiguous results of the generated function */
+        if (skipped[i] != NULL && skipped[i]->numel > 0)
+            memset(yt__data_ptr(skipped[i]), 0,
+                   (size_t)skipped[i]->numel * yt_dtype_size(skipped[i]->dtype));
+    if (!input_grad && !weight_grad && !bias_grad)
+        return YT_OK;
+    return yt__batchnorm_backward(input_grad ? d_input : NULL, weight_grad ? d_weight : NULL,
+                                  bias_grad ? d_bias : NULL, grad_out, input, weight, NULL, NULL,
+                                  NULL, NULL, true, eps);
 }

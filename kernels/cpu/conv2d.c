@@ -11,6 +11,7 @@
 
 #include "conv.h"
 #include "kernels.h"
+#include "parallel.h"
 
 #define T    float
 #define SFX  f32
@@ -41,7 +42,7 @@ conv_threads(const yt__conv_geom *g)
 {
     double macs = (double)g->n * (double)g->c_out * (double)(g->oh * g->ow) *
                   (double)(g->c_in / g->groups * g->kh * g->kw);
-    int nt = omp_get_max_threads();
+    int nt = yt__max_threads();
     if (macs < YT_CONV_PARALLEL_MACS || nt < 2 || g->n < 2)
         return 1;
     return nt < g->n ? nt : (int)g->n;

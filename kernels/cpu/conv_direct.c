@@ -3,10 +3,10 @@
 /* -std=c11 turns off the fusing of a * b + c into one FMA; these loops are made of them. */
 #pragma GCC optimize("O3", "fp-contract=fast")
 
-#include <omp.h>
 #include <string.h>
 
 #include "conv.h"
+#include "parallel.h"
 
 #define ATTR
 #define T   float
@@ -71,7 +71,7 @@ tap_offsets(int64_t *off, int64_t a_count, const yt__conv_geom *g, int64_t rows,
     do {                                                                                           \
         TYPE *sc = (TYPE *)scratch;                                                                \
         if (kind == YT_CONV_FORWARD) {                                                             \
-            direct_forward_##SUFFIX(out, a, b, bias, g, off, sc, per_thread, nt);                  \
+            direct_forward_##SUFFIX(out, a, b, bias, g, off, sc, per_thread, nt, threads);         \
         } else if (kind == YT_CONV_BACKWARD_INPUT) {                                               \
             TYPE *wt = (TYPE *)(scratch + thread_bytes * (size_t)nt);                              \
             const TYPE *w = b;                                                                     \
@@ -80,10 +80,11 @@ tap_offsets(int64_t *off, int64_t a_count, const yt__conv_geom *g, int64_t rows,
                 for (int64_t o = 0; o < og; o++)                                                   \
                     for (int64_t k = 0; k < cg * khw; k++)                                         \
                         wt[(gi * cg * khw + k) * og + o] = w[(gi * og + o) * cg * khw + k];        \
-            direct_backward_input_##SUFFIX(out, a, wt, g, off, sc, per_thread, nt);                \
+            direct_backward_input_##SUFFIX(out, a, wt, g, off, sc, per_thread, nt, threads);       \
         } else {                                                                                   \
             TYPE *acc = (TYPE *)(scratch + thread_bytes * (size_t)nt);                             \
-            direct_backward_weight_##SUFFIX((vu_##SUFFIX *)acc, a, b, g, off, sc, per_thread, nt); \
+            direct_backward_weight_##SUFFIX((vu_##SUFFIX *)acc, a, b, g, off, sc, per_thread, nt,  \
+                                            threads);                                              \
             TYPE *gw = out;                                                                        \
             for (int64_t q = 0; q < wsize; q++) {                                                  \
                 TYPE v = 0;                                                                        \
@@ -101,6 +102,11 @@ yt__conv_direct(yt__conv_kind kind, void *out, const void *a, const void *b, con
 {
     size_t es = f64 ? sizeof(double) : sizeof(float);
     bool wide = !f64 && use_avx512();
+    /* the nt image blocks are fixed (their partial sums are added in order); how many threads
+     * run them follows the pool (about 40 multiply-adds per ns on one thread) */
+    double macs = (double)g->n * (double)g->c_out * (double)(g->oh * g->ow) *
+                  (double)(g->c_in / g->groups * g->kh * g->kw);
+    int threads = nt > 1 ? yt__parallel_threads(macs / 40.0, nt) : 1;
     int64_t lanes = f64 ? 4 : wide ? 16 : 8;
     int64_t cg = g->c_in / g->groups, og = g->c_out / g->groups, khw = g->kh * g->kw;
     int64_t hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;

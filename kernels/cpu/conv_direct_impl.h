@@ -162,18 +162,34 @@ CAT(direct_slack, SFX)(const yt__conv_geom *g)
     return (a > b ? a : b) + 4 * VL;
 }
 
-/* y = conv(x, w) + bias, per image and group; scratch: per thread, `per_thread` elements. */
+/* The arguments of one direct convolution pass, for its chunks (blocks of images, each with its
+ * own scratch: the `nt` blocks are fixed by the caller, the threads that run them are not). */
+typedef struct CAT(direct_job, SFX) {
+    T *out;
+    const T *x, *w, *bias, *gy;
+    CAT(vu, SFX) * accs;
+    const yt__conv_geom *g;
+    const int64_t *off;
+    T *scratch;
+    int64_t per_thread;
+    int nt;
+} CAT(direct_job, SFX);
+
+/* y = conv(x, w) + bias for the images of block c; scratch: per block, `per_thread` elements. */
 ATTR static void
-CAT(direct_forward, SFX)(T *y, const T *x, const T *w, const T *bias, const yt__conv_geom *g,
-                         const int64_t *off, T *scratch, int64_t per_thread, int nt)
+CAT(direct_forward_block, SFX)(void *arg, int64_t c)
 {
+    const CAT(direct_job, SFX) *j = arg;
+    const yt__conv_geom *g = j->g;
+    T *y = j->out;
+    const T *x = j->x, *w = j->w, *bias = j->bias;
+    const int64_t *off = j->off;
     int64_t cg = g->c_in / g->groups, og = g->c_out / g->groups, kdim = cg * g->kh * g->kw;
     int64_t hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw, nw = g->oh * wp;
     int64_t slack = CAT(direct_slack, SFX)(g), ohw = g->oh * g->ow;
     int64_t ldc = (nw + 2 * VL - 1) / (2 * VL) * (2 * VL);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t n = 0; n < g->n; n++) {
-        T *xp = scratch + (int64_t)omp_get_thread_num() * per_thread;
+    for (int64_t n = g->n * c / j->nt; n < g->n * (c + 1) / j->nt; n++) {
+        T *xp = j->scratch + c * j->per_thread;
         T *yw = xp + cg * hp * wp + slack;
         for (int64_t gi = 0; gi < g->groups; gi++) {
             CAT(pad_planes, SFX)
@@ -189,23 +205,34 @@ CAT(direct_forward, SFX)(T *y, const T *x, const T *w, const T *bias, const yt__
     }
 }
 
+ATTR static void
+CAT(direct_forward, SFX)(T *y, const T *x, const T *w, const T *bias, const yt__conv_geom *g,
+                         const int64_t *off, T *scratch, int64_t per_thread, int nt, int threads)
+{
+    CAT(direct_job, SFX) j = {y, x, w, bias, NULL, NULL, g, off, scratch, per_thread, nt};
+    yt__parallel_run(nt, threads, CAT(direct_forward_block, SFX), &j);
+}
+
 /* gx = col2im(wt @ gy): with wt [groups][kdim = cg * kh * kw, og] the transposed weight and gy
  * in wide coordinates of the padded input (zero garbage columns), the column row of tap
  * (c, i, j) is added to the padded input plane c shifted by off[(c, i, j)], a contiguous add;
  * the padding is cropped at the end. Scratch per thread: gy wide [og, nw + slack], columns
  * [kdim, nw], padded gx [cg, hp, wp], after og row offsets. */
 ATTR static void
-CAT(direct_backward_input, SFX)(T *gx, const T *gy, const T *wt, const yt__conv_geom *g,
-                                const int64_t *off, T *scratch, int64_t per_thread, int nt)
+CAT(direct_backward_input_block, SFX)(void *arg, int64_t blk)
 {
+    const CAT(direct_job, SFX) *j = arg;
+    const yt__conv_geom *g = j->g;
+    T *gx = j->out;
+    const T *gy = j->gy, *wt = j->w;
+    const int64_t *off = j->off;
     int64_t cg = g->c_in / g->groups, og = g->c_out / g->groups, kdim = cg * g->kh * g->kw;
     int64_t hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw, plane = hp * wp;
     int64_t nw = g->oh * wp, slack = CAT(direct_slack, SFX)(g), hw = g->h * g->w;
     int64_t gpitch = nw + slack, ldc = (nw + 2 * VL - 1) / (2 * VL) * (2 * VL);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t n = 0; n < g->n; n++) {
-        /* B row offsets first (the thread's block is 64-byte aligned), then the buffers */
-        int64_t *rows = (int64_t *)(scratch + (int64_t)omp_get_thread_num() * per_thread);
+    for (int64_t n = g->n * blk / j->nt; n < g->n * (blk + 1) / j->nt; n++) {
+        /* B row offsets first (the block's scratch is 64-byte aligned), then the buffers */
+        int64_t *rows = (int64_t *)(j->scratch + blk * j->per_thread);
         T *gyw = (T *)(rows + og);
         T *col = gyw + og * gpitch;
         T *gxp = col + kdim * ldc;
@@ -242,25 +269,38 @@ CAT(direct_backward_input, SFX)(T *gx, const T *gy, const T *wt, const yt__conv_
     }
 }
 
+ATTR static void
+CAT(direct_backward_input, SFX)(T *gx, const T *gy, const T *wt, const yt__conv_geom *g,
+                                const int64_t *off, T *scratch, int64_t per_thread, int nt,
+                                int threads)
+{
+    CAT(direct_job, SFX) j = {gx, NULL, wt, NULL, gy, NULL, g, off, scratch, per_thread, nt};
+    yt__parallel_run(nt, threads, CAT(direct_backward_input_block, SFX), &j);
+}
+
 /* Images per pass of the weight-gradient reduction (their buffers stay in L2). */
 #define DIRECT_WEIGHT_IMAGES 8
 
-/* Per-thread vector partials acc [c_out * kdim] of the weight gradient; the caller reduces.
- * The scratch of a thread holds DIRECT_WEIGHT_IMAGES padded inputs, then as many wide
- * gradients. */
+/* Per-block vector partials acc [c_out * kdim] of the weight gradient; the caller reduces them
+ * in block order. The scratch of a block holds DIRECT_WEIGHT_IMAGES padded inputs, then as many
+ * wide gradients. */
 ATTR static void
-CAT(direct_backward_weight, SFX)(CAT(vu, SFX) * accs, const T *gy, const T *x,
-                                 const yt__conv_geom *g, const int64_t *off, T *scratch,
-                                 int64_t per_thread, int nt)
+CAT(direct_backward_weight_block, SFX)(void *arg, int64_t c)
 {
+    const CAT(direct_job, SFX) *j = arg;
+    const yt__conv_geom *g = j->g;
+    const T *gy = j->gy, *x = j->x;
+    const int64_t *off = j->off;
+    CAT(vu, SFX) *accs = j->accs;
+    T *scratch = j->scratch;
+    int64_t per_thread = j->per_thread;
     int64_t cg = g->c_in / g->groups, og = g->c_out / g->groups, kdim = cg * g->kh * g->kw;
     int64_t hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;
     int64_t q = ((g->oh - 1) * wp + g->ow + VL - 1) / VL * VL;
     int64_t slack = CAT(direct_slack, SFX)(g), wsize = g->c_out * kdim;
     int64_t xstride = cg * hp * wp + slack, gstride = og * q;
-#pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        int t = omp_get_thread_num(), tn = omp_get_num_threads();
+        int64_t t = c, tn = j->nt;
         T *xp = scratch + (int64_t)t * per_thread;
         T *gw = xp + DIRECT_WEIGHT_IMAGES * xstride;
         CAT(vu, SFX) *acc = accs + (int64_t)t * wsize;
@@ -291,6 +331,15 @@ CAT(direct_backward_weight, SFX)(CAT(vu, SFX) * accs, const T *gy, const T *x,
             }
         }
     }
+}
+
+ATTR static void
+CAT(direct_backward_weight, SFX)(CAT(vu, SFX) * accs, const T *gy, const T *x,
+                                 const yt__conv_geom *g, const int64_t *off, T *scratch,
+                                 int64_t per_thread, int nt, int threads)
+{
+    CAT(direct_job, SFX) j = {NULL, x, NULL, NULL, gy, accs, g, off, scratch, per_thread, nt};
+    yt__parallel_run(nt, threads, CAT(direct_backward_weight_block, SFX), &j);
 }
 
 #undef CAT_

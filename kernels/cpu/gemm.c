@@ -3,13 +3,14 @@
 #define _POSIX_C_SOURCE 200809L /* blis.h uses pthread barriers */
 #endif
 
-#include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "gemm.h"
 #include "gemm_small.h"
 #include "gemm_threads.h"
 #include "blis_setup.h"
+#include "parallel.h"
 
 /* blis.h defines hundreds of unused static inline helpers. */
 #pragma GCC diagnostic push
@@ -94,7 +95,27 @@ typedef struct {
     int64_t rsb, csb;
     void *c;
     int64_t rsc, csc;
+    const void *bias; /* a row added to every row of C (beta 0), or NULL */
 } problem;
+
+/* C's rows filled with the bias row, which then becomes C for beta 1 (for the paths whose
+ * kernels take no bias). */
+static void
+bias_into_c(problem *p)
+{
+    if (p->bias == NULL)
+        return;
+    for (int64_t i = 0; i < p->m; i++)
+        for (int64_t j = 0; j < p->n; j++) {
+            int64_t off = i * p->rsc + j * p->csc;
+            if (p->f64)
+                ((double *)p->c)[off] = ((const double *)p->bias)[j];
+            else
+                ((float *)p->c)[off] = ((const float *)p->bias)[j];
+        }
+    p->bias = NULL;
+    p->beta = 1;
+}
 
 /* C = beta * C (beta == 0 writes zeros): the k == 0 product. */
 static void
@@ -138,11 +159,13 @@ naive(const problem *p)
 
 /* Runs one checked, no-transpose problem with at most `threads` threads. */
 static yt_status
-run(const problem *p, int threads)
+run(const problem *pp, int threads)
 {
+    problem local = *pp, *p = &local;
     if (p->m == 0 || p->n == 0)
         return YT_OK;
     if (p->k == 0) {
+        bias_into_c(p);
         scale_c(p);
         return YT_OK;
     }
@@ -155,10 +178,12 @@ run(const problem *p, int threads)
         threads = yt__gemm_threads(macs, threads, p->f64);
         if (p->f64)
             return yt__gemm_small_d(p->m, p->n, p->k, p->alpha, p->a, p->rsa, p->csa, p->b, p->rsb,
-                                    p->csb, p->beta, p->c, p->rsc, p->csc, threads);
+                                    p->csb, p->beta, p->c, p->rsc, p->csc, p->bias, threads);
         return yt__gemm_small_s(p->m, p->n, p->k, (float)p->alpha, p->a, p->rsa, p->csa, p->b,
-                                p->rsb, p->csb, (float)p->beta, p->c, p->rsc, p->csc, threads);
+                                p->rsb, p->csb, (float)p->beta, p->c, p->rsc, p->csc, p->bias,
+                                threads);
     }
+    bias_into_c(p);
     if (macs < PARALLEL_MACS)
         threads = 1;
     if (!blis_ok) {
@@ -212,7 +237,7 @@ static yt_status
 gemm(problem *p, bool trans_a, bool trans_b)
 {
     yt_status s = prepare(p, trans_a, trans_b);
-    return s != YT_OK ? s : run(p, omp_get_max_threads());
+    return s != YT_OK ? s : run(p, yt__max_threads());
 }
 
 yt_status
@@ -220,7 +245,7 @@ yt__gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
              const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb, int64_t csb,
              float beta, float *c, int64_t rsc, int64_t csc)
 {
-    problem p = {false, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc};
+    problem p = {false, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc, NULL};
     return gemm(&p, trans_a, trans_b);
 }
 
@@ -229,7 +254,7 @@ yt__gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double
              const double *a, int64_t rsa, int64_t csa, const double *b, int64_t rsb, int64_t csb,
              double beta, double *c, int64_t rsc, int64_t csc)
 {
-    problem p = {true, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc};
+    problem p = {true, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc, NULL};
     return gemm(&p, trans_a, trans_b);
 }
 
@@ -243,6 +268,23 @@ entry(const problem *base, int64_t i, int64_t bsa, int64_t bsb, int64_t bsc)
     e.b = (const char *)base->b + (ptrdiff_t)(i * bsb) * (ptrdiff_t)size;
     e.c = (char *)base->c + (ptrdiff_t)(i * bsc) * (ptrdiff_t)size;
     return e;
+}
+
+typedef struct {
+    const problem *p;
+    int64_t batch, bsa, bsb, bsc, chunks;
+    _Atomic int status;
+} batch_job;
+
+static void
+batch_chunk(void *ctx, int64_t chunk)
+{
+    batch_job *j = ctx;
+    for (int64_t i = j->batch * chunk / j->chunks; i < j->batch * (chunk + 1) / j->chunks; i++) {
+        problem e = entry(j->p, i, j->bsa, j->bsb, j->bsc);
+        if (run(&e, 1) != YT_OK)
+            atomic_store_explicit(&j->status, YT_ERR_NOMEM, memory_order_relaxed);
+    }
 }
 
 static yt_status
@@ -259,37 +301,16 @@ gemm_batched(problem *p, bool trans_a, bool trans_b, int64_t batch, int64_t bsa,
                                "gemm: batch stride 0 for C makes %lld results share memory",
                                (long long)batch);
     double macs = (double)p->m * (double)p->n * (double)p->k;
-    int threads = omp_get_max_threads();
-    /* Small entries: one thread per entry, spread across the pool, when the whole batch is
-     * worth splitting (gemm_threads.h). The calling thread takes the last, largest share. */
+    int threads = yt__max_threads();
+    /* Small entries: one thread per entry, the batch spread over the pool (two runs of entries
+     * per thread, claimed as the threads come), when the whole batch is worth splitting
+     * (gemm_threads.h). */
     if (threads > 1 && batch >= threads && macs < PARALLEL_MACS &&
         yt__gemm_threads(macs * (double)batch, threads, p->f64) > 1) {
-        yt_status status = YT_OK;
-        int64_t start = yt__gemm_now_ns(), caller_start = 0, caller_end = 0, last_end = 0;
-#pragma omp parallel num_threads(threads)
-        {
-            if (omp_get_thread_num() == 0)
-                caller_start = yt__gemm_now_ns();
-            int nt = omp_get_num_threads(), id = nt - 1 - omp_get_thread_num();
-            for (int64_t i = batch * id / nt; i < batch * (id + 1) / nt; i++) {
-                problem e = entry(p, i, bsa, bsb, bsc);
-                if (run(&e, 1) != YT_OK) {
-#pragma omp atomic write
-                    status = YT_ERR_NOMEM;
-                }
-            }
-            int64_t end = yt__gemm_now_ns();
-            if (omp_get_thread_num() == 0)
-                caller_end = end;
-            int64_t seen = __atomic_load_n(&last_end, __ATOMIC_RELAXED);
-            while (end > seen && !__atomic_compare_exchange_n(&last_end, &seen, end, true,
-                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-                ;
-        }
-        yt__gemm_threads_observe(caller_start - start +
-                                 (last_end > caller_end ? last_end - caller_end : 0));
-        if (status != YT_OK)
-            return yt__fail_status(status, "gemm: a worker thread failed (out of memory)");
+        batch_job job = {p, batch, bsa, bsb, bsc, batch < 2 * threads ? batch : 2 * threads, YT_OK};
+        yt__gemm_threads_observe(yt__parallel_run(job.chunks, threads, batch_chunk, &job));
+        if (atomic_load(&job.status) != YT_OK)
+            return yt__fail_status(YT_ERR_NOMEM, "gemm: a worker thread failed (out of memory)");
         return YT_OK;
     }
     for (int64_t i = 0; i < batch; i++) {
@@ -307,7 +328,7 @@ yt__gemm_batched_f32(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64
                      const float *b, int64_t bsb, int64_t rsb, int64_t csb, float beta, float *c,
                      int64_t bsc, int64_t rsc, int64_t csc)
 {
-    problem p = {false, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc};
+    problem p = {false, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc, NULL};
     return gemm_batched(&p, trans_a, trans_b, batch, bsa, bsb, bsc);
 }
 
@@ -317,6 +338,24 @@ yt__gemm_batched_f64(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64
                      const double *b, int64_t bsb, int64_t rsb, int64_t csb, double beta, double *c,
                      int64_t bsc, int64_t rsc, int64_t csc)
 {
-    problem p = {true, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc};
+    problem p = {true, m, n, k, alpha, beta, a, rsa, csa, b, rsb, csb, c, rsc, csc, NULL};
     return gemm_batched(&p, trans_a, trans_b, batch, bsa, bsb, bsc);
+}
+
+yt_status
+yt__gemm_bias_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
+                  int64_t csb, const float *bias, float *c, int64_t rsc, int64_t csc)
+{
+    problem p = {false, m, n, k, alpha, 0.0, a, rsa, csa, b, rsb, csb, c, rsc, csc, bias};
+    return gemm(&p, trans_a, trans_b);
+}
+
+yt_status
+yt__gemm_bias_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                  const double *a, int64_t rsa, int64_t csa, const double *b, int64_t rsb,
+                  int64_t csb, const double *bias, double *c, int64_t rsc, int64_t csc)
+{
+    problem p = {true, m, n, k, alpha, 0.0, a, rsa, csa, b, rsb, csb, c, rsc, csc, bias};
+    return gemm(&p, trans_a, trans_b);
 }

@@ -33,6 +33,17 @@ YT_INTERNAL yt_status yt__gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_
                                    const double *b, int64_t rsb, int64_t csb, double beta,
                                    double *c, int64_t rsc, int64_t csc);
 
+/* C = alpha * op(A) @ op(B) + bias[j] in every row (n contiguous values): addmm with a bias
+ * vector, added as the kernels store C instead of copied into C beforehand. */
+YT_INTERNAL yt_status yt__gemm_bias_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                                        float alpha, const float *a, int64_t rsa, int64_t csa,
+                                        const float *b, int64_t rsb, int64_t csb, const float *bias,
+                                        float *c, int64_t rsc, int64_t csc);
+YT_INTERNAL yt_status yt__gemm_bias_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                                        double alpha, const double *a, int64_t rsa, int64_t csa,
+                                        const double *b, int64_t rsb, int64_t csb,
+                                        const double *bias, double *c, int64_t rsc, int64_t csc);
+
 /* `batch` independent products, entry i at a + i * bsa, b + i * bsb, c + i * bsc (a batch
  * stride of 0 broadcasts that operand; C's entries must not overlap). Small entries are spread
  * over threads by batch entry, large ones each use all threads. */

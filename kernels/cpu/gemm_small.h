@@ -17,15 +17,16 @@ YT_INTERNAL int yt__gemm_small_set_level(int level);
 YT_INTERNAL const char *yt__gemm_small_isa(void);
 
 /* C = alpha * A B + beta * C (beta == 0 overwrites) with A m x k, B k x n already in
- * no-transpose form, k >= 1, m, n >= 1, any strides for A and B, non-overlapping C. Uses up to
- * `threads` threads (call with 1 inside a parallel region). */
+ * no-transpose form, k >= 1, m, n >= 1, any strides for A and B, non-overlapping C. With a bias
+ * (n contiguous values, or NULL) C = alpha * A B + bias[j] in column j, and beta must be 0. Uses
+ * up to `threads` threads (call with 1 inside a parallel region). */
 YT_INTERNAL yt_status yt__gemm_small_s(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                                        int64_t rsa, int64_t csa, const float *b, int64_t rsb,
                                        int64_t csb, float beta, float *c, int64_t rsc, int64_t csc,
-                                       int threads);
+                                       const float *bias, int threads);
 YT_INTERNAL yt_status yt__gemm_small_d(int64_t m, int64_t n, int64_t k, double alpha,
                                        const double *a, int64_t rsa, int64_t csa, const double *b,
                                        int64_t rsb, int64_t csb, double beta, double *c,
-                                       int64_t rsc, int64_t csc, int threads);
+                                       int64_t rsc, int64_t csc, const double *bias, int threads);
 
 #endif

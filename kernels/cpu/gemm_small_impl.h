@@ -99,7 +99,8 @@ FN(pack_b_)(const KSET *u, int64_t kc, int64_t cols, const T *b, int64_t rsb, in
     }
 }
 
-/* C (m x n) = alpha * A B + beta * C for one thread, A and B already in no-transpose form.
+/* C (m x n) = alpha * A B + beta * C (+ bias[j] in column j when bias is not NULL; then beta
+ * must be 0) for one thread, A and B already in no-transpose form.
  * Loops: kc blocks of k (B's block packed once per kc block and column block, unless read in
  * place), MC-row blocks of A (packed, unless read in place), then MR x NR tiles with the B
  * micro-panel reused from L1 across the rows. In-place A tiles need a kernel of exactly their
@@ -107,7 +108,7 @@ FN(pack_b_)(const KSET *u, int64_t kc, int64_t cols, const T *b, int64_t rsb, in
 static yt_status
 FN(small_gemm_)(const KSET *u, int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa,
                 int64_t csa, const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc,
-                int64_t csc)
+                int64_t csc, const T *bias)
 {
     const int mr = u->mr, lanes = u->lanes, nr = 2 * lanes;
     const int a_mode = a_access(rsa, csa, sizeof(T));
@@ -131,7 +132,8 @@ FN(small_gemm_)(const KSET *u, int64_t m, int64_t n, int64_t k, T alpha, const T
         int64_t nc = n - jc < SMALL_NC ? n - jc : SMALL_NC;
         for (int64_t pc = 0; pc < k; pc += SMALL_KC) {
             int64_t kc = k - pc < SMALL_KC ? k - pc : SMALL_KC;
-            T beta_pc = pc == 0 ? beta : (T)1; /* later k blocks accumulate */
+            T beta_pc = pc == 0 ? beta : (T)1;        /* later k blocks accumulate */
+            const T *bias_pc = pc == 0 ? bias : NULL; /* added once, with the first block */
             if (!b_direct)
                 FN(pack_b_)(u, kc, nc, b + pc * rsb + jc * csb, rsb, csb, pb);
             for (int64_t ic = 0; ic < m; ic += SMALL_MC) {
@@ -161,12 +163,13 @@ FN(small_gemm_)(const KSET *u, int64_t m, int64_t n, int64_t k, T alpha, const T
                         if (a_mode == 0 || ir == packed_row) {
                             const T *at = a_mode == 0 ? pa + ir * kc : pa;
                             u->fn[h][wide][0](kc, at, mr, pbj, ldb, cij, rsc, csc, alpha, beta_pc,
-                                              mh, nw);
+                                              mh, nw, bias_pc ? bias_pc + jc + jr : NULL);
                         } else {
                             const T *at = ablk + ir * rsa;
                             int64_t lda = a_mode == 2 ? rsa : csa;
                             u->fn[h][wide][a_mode == 2](kc, at, lda, pbj, ldb, cij, rsc, csc, alpha,
-                                                        beta_pc, mh, nw);
+                                                        beta_pc, mh, nw,
+                                                        bias_pc ? bias_pc + jc + jr : NULL);
                         }
                     }
                 }

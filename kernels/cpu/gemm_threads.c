@@ -11,11 +11,18 @@
 #endif
 
 #define WAITS 8
-/* The recent waits, in ns; the initial values are what an idle machine shows. */
-static int64_t waits[WAITS] = {1500, 1500, 1500, 1500, 1500, 1500, 1500, 1500};
+/* What an idle machine shows; also what a wait older than STALE_NS counts as, so that a burst
+ * of stalls (another process took the core for a while) does not keep products on one thread
+ * long after the machine has quietened down. */
+#define IDLE_WAIT 1500
+#define STALE_NS  100000000
+/* The recent waits, in ns, and when each was seen. */
+static int64_t waits[WAITS] = {IDLE_WAIT, IDLE_WAIT, IDLE_WAIT, IDLE_WAIT,
+                               IDLE_WAIT, IDLE_WAIT, IDLE_WAIT, IDLE_WAIT};
+static int64_t seen_at[WAITS];
 static unsigned next_wait;
 /* When a refused product last ran in parallel anyway, to measure the waits again. */
-#define PROBE_NS 50000000
+#define PROBE_NS 10000000
 static int64_t last_probe;
 static int always;
 
@@ -39,9 +46,11 @@ yt__gemm_threads(double macs, int max_threads, bool f64)
         return 1;
     /* the second largest of the recent costs: one spike is ignored, two are not (a median let
      * 3 stalls of a millisecond in 8 products of 130 us through) */
-    int64_t w[WAITS];
+    int64_t w[WAITS], now = mode == 0 ? yt__gemm_now_ns() : 0;
     for (int i = 0; i < WAITS; i++) {
         int64_t v = __atomic_load_n(&waits[i], __ATOMIC_RELAXED);
+        if (mode == 0 && now - __atomic_load_n(&seen_at[i], __ATOMIC_RELAXED) > STALE_NS)
+            v = v < IDLE_WAIT ? v : IDLE_WAIT;
         int j = i;
         for (; j > 0 && w[j - 1] > v; j--)
             w[j] = w[j - 1];
@@ -55,7 +64,7 @@ yt__gemm_threads(double macs, int max_threads, bool f64)
     if (saved_ns >= 2.0 * (double)wait)
         return max_threads;
     /* a probe, at most one per PROBE_NS: it may stall on a busy machine */
-    int64_t now = yt__gemm_now_ns(), last = __atomic_load_n(&last_probe, __ATOMIC_RELAXED);
+    int64_t last = __atomic_load_n(&last_probe, __ATOMIC_RELAXED);
     if (mode == 0 && now - last >= PROBE_NS &&
         __atomic_compare_exchange_n(&last_probe, &last, now, false, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED))
@@ -68,6 +77,7 @@ yt__gemm_threads_observe(int64_t wait_ns)
 {
     unsigned slot = __atomic_fetch_add(&next_wait, 1, __ATOMIC_RELAXED) % WAITS;
     __atomic_store_n(&waits[slot], wait_ns > 0 ? wait_ns : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&seen_at[slot], yt__gemm_now_ns(), __ATOMIC_RELAXED);
 }
 
 void

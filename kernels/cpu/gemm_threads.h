@@ -9,9 +9,11 @@
  * product, what the split cost the calling thread: starting the region, and waiting for the
  * others once its own share was done. A product runs in parallel only when the time a split
  * saves (estimated from its size) is at least twice the second largest of the last 8 such
- * costs. Every 50 ms a refused product runs in parallel anyway, so that a machine that
- * quietens down is noticed (at the cost of one possible stall per 50 ms). Thread-safe (relaxed
- * atomics; a lost update only delays the adaptation). */
+ * costs; a cost older than 100 ms counts as an idle machine's, so a burst of stalls does not
+ * keep products on one thread after the machine has quietened down. Every 10 ms a refused
+ * product runs in parallel anyway, so that a quieter machine is noticed sooner (at the cost of
+ * one possible stall per 10 ms). Thread-safe (relaxed atomics; a lost update only delays the
+ * adaptation). */
 #ifndef YT_KERNELS_CPU_GEMM_THREADS_H
 #define YT_KERNELS_CPU_GEMM_THREADS_H
 

@@ -23,6 +23,7 @@
 #define S512_STOREU(p, v)    _mm512_storeu_ps(p, v)
 #define S512_SET1(x)         _mm512_set1_ps(x)
 #define S512_FMADD(a, b, c)  _mm512_fmadd_ps(a, b, c)
+#define S512_ADD(a, b)       _mm512_add_ps(a, b)
 #define S512_MUL(a, b)       _mm512_mul_ps(a, b)
 #define S512_MKMASK(n)       ((__mmask16)((1u << (n)) - 1u))
 #define S512_MLOAD(m, p)     _mm512_maskz_loadu_ps(m, p)
@@ -36,6 +37,7 @@
 #define D512_STOREU(p, v)    _mm512_storeu_pd(p, v)
 #define D512_SET1(x)         _mm512_set1_pd(x)
 #define D512_FMADD(a, b, c)  _mm512_fmadd_pd(a, b, c)
+#define D512_ADD(a, b)       _mm512_add_pd(a, b)
 #define D512_MUL(a, b)       _mm512_mul_pd(a, b)
 #define D512_MKMASK(n)       ((__mmask8)((1u << (n)) - 1u))
 #define D512_MLOAD(m, p)     _mm512_maskz_loadu_pd(m, p)
@@ -49,6 +51,7 @@
 #define S256_STOREU(p, v)   _mm256_storeu_ps(p, v)
 #define S256_SET1(x)        _mm256_set1_ps(x)
 #define S256_FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define S256_ADD(a, b)      _mm256_add_ps(a, b)
 #define S256_MUL(a, b)      _mm256_mul_ps(a, b)
 #define S256_MKMASK(n)                                                                             \
     _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
@@ -63,6 +66,7 @@
 #define D256_STOREU(p, v)    _mm256_storeu_pd(p, v)
 #define D256_SET1(x)         _mm256_set1_pd(x)
 #define D256_FMADD(a, b, c)  _mm256_fmadd_pd(a, b, c)
+#define D256_ADD(a, b)       _mm256_add_pd(a, b)
 #define D256_MUL(a, b)       _mm256_mul_pd(a, b)
 #define D256_MKMASK(n)       _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3))
 #define D256_MLOAD(m, p)     _mm256_maskload_pd(p, m)
@@ -94,7 +98,8 @@
     }
 
 /* An MR x (NV * LANES) microkernel:
- *   C[0..mh) x [0..nw) = alpha * A B + beta * C      (beta == 0: C is not read)
+ *   C[0..mh) x [0..nw) = alpha * A B + beta * C (+ bias[j] in column j when bias is not NULL)
+ *   (beta == 0: C is not read; bias: nw values, read masked)
  * over kc steps; A as UKR_A0 / UKR_A1 say, B row p at b + p * ldb. Lanes of B past nw are not
  * read (masked loads), so B may be read in place up to its last column; the mh <= MR rows of A
  * the kernel reads must all be readable (in place: mh == MR). C element (i, j) is at
@@ -103,7 +108,8 @@
 #define DEFINE_UKR(NAME, T, TARGET, ISA, MR, NV, ROWS)                                             \
     __attribute__((target(TARGET))) static void NAME(                                              \
         int64_t kc, const T *restrict a, int64_t lda, const T *restrict b, int64_t ldb,            \
-        T *restrict c, int64_t rsc, int64_t csc, T alpha, T beta, int mh, int nw)                  \
+        T *restrict c, int64_t rsc, int64_t csc, T alpha, T beta, int mh, int nw,                  \
+        const T *restrict bias)                                                                    \
     {                                                                                              \
         enum { L = V(ISA, LANES) };                                                                \
         V(ISA, VT) acc[MR][NV];                                                                    \
@@ -137,6 +143,9 @@
         }                                                                                          \
         V(ISA, VT) va = V(ISA, SET1)(alpha), vb = V(ISA, SET1)(beta);                              \
         if (csc == 1) {                                                                            \
+            V(ISA, VT) bv[NV]; /* the bias row, added to every row of the tile */                  \
+            _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) bv[v] =                           \
+                bias != NULL ? V(ISA, MLOAD)(mk[v], bias + v * L) : V(ISA, ZERO)();                \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                  \
             {                                                                                      \
                 if (i >= mh)                                                                       \
@@ -145,6 +154,8 @@
                 _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                               \
                 {                                                                                  \
                     V(ISA, VT) r = V(ISA, MUL)(acc[i][v], va);                                     \
+                    if (bias != NULL)                                                              \
+                        r = V(ISA, ADD)(r, bv[v]);                                                 \
                     if (full) {                                                                    \
                         if (beta != 0)                                                             \
                             r = V(ISA, FMADD)(vb, V(ISA, LOADU)(ci + v * L), r);                   \
@@ -164,6 +175,10 @@
             _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                   \
                 V(ISA, STOREU)(tile[i] + v * L, V(ISA, MUL)(acc[i][v], va));                       \
         }                                                                                          \
+        if (bias != NULL)                                                                          \
+            for (int i = 0; i < mh; i++)                                                           \
+                for (int j = 0; j < nw; j++)                                                       \
+                    tile[i][j] += bias[j];                                                         \
         if (rsc == 1) { /* C^T row-major: walk its rows */                                         \
             for (int j = 0; j < nw; j++) {                                                         \
                 T *cj = c + j * csc;                                                               \

@@ -25,14 +25,47 @@ check_grad_shape(const char *op, const yt_tensor *grad, const int64_t *sizes, in
                            want);
 }
 
-/* Zero-fills `result` and copies `grad` into its view of the given geometry (offset relative to
- * result's first element). */
+/* Where the part lies in the contiguous result seen as [outer, row]: elements [lo, hi) of every
+ * row (the part of a step-1 slice or a select), or lo == hi when unknown (any step). */
+typedef struct band {
+    int64_t outer, row, lo, hi;
+} band;
+
+/* The band of a slice [start, start + len) (step 1) of dim `dim` of a contiguous tensor. */
+static band
+band_of(const int64_t *sizes, int ndim, int64_t dim, int64_t start, int64_t len)
+{
+    band b = {1, 1, 0, 0};
+    int64_t inner = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (i < dim)
+            b.outer *= sizes[i];
+        else if (i > dim)
+            inner *= sizes[i];
+    }
+    b.row = sizes[dim] * inner;
+    b.lo = start * inner;
+    b.hi = (start + len) * inner;
+    return b;
+}
+
+/* Zero-fills `result` (only around the part's band when known: the part is written anyway) and
+ * copies `grad` into its view of the given geometry (offset relative to result's first element). */
 static yt_status
 scatter_into_zeros(yt_tensor *result, yt_tensor *grad, int dim, const int64_t *sizes,
-                   const int64_t *strides, int64_t offset)
+                   const int64_t *strides, int64_t offset, band b)
 {
-    if (result->numel > 0)
-        memset(yt__data_ptr(result), 0, (size_t)result->numel * yt_dtype_size(result->dtype));
+    size_t es = yt_dtype_size(result->dtype);
+    char *base = result->numel > 0 ? yt__data_ptr(result) : NULL;
+    if (result->numel > 0 && b.hi > b.lo && grad->numel > 0) {
+        for (int64_t o = 0; o < b.outer; o++) {
+            char *r = base + (size_t)(o * b.row) * es;
+            memset(r, 0, (size_t)b.lo * es);
+            memset(r + (size_t)b.hi * es, 0, (size_t)(b.row - b.hi) * es);
+        }
+    } else if (result->numel > 0) {
+        memset(base, 0, (size_t)result->numel * es);
+    }
     if (grad->numel == 0)
         return YT_OK;
     yt_tensor *part = yt__view_of(result, dim, sizes, strides, result->offset + offset);
@@ -81,7 +114,9 @@ yt__cpu_slice_backward(yt_tensor *result, yt_tensor *grad_output, const int64_t 
     int64_t offset = start * strides[dim];
     if (len > 1)
         strides[dim] *= step; /* fits: len > 1 implies step < size */
-    return scatter_into_zeros(result, grad_output, input_sizes_len, sizes, strides, offset);
+    band b = step == 1 || len <= 1 ? band_of(input_sizes, input_sizes_len, dim, start, len)
+                                   : (band){1, 1, 0, 0};
+    return scatter_into_zeros(result, grad_output, input_sizes_len, sizes, strides, offset, b);
 }
 
 yt_status
@@ -115,5 +150,6 @@ yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad_output, const int64_t
     }
     if (check_grad_shape(op, grad_output, sizes, n) != YT_OK)
         return yt__last_status();
-    return scatter_into_zeros(result, grad_output, n, sizes, strides, index * all_strides[dim]);
+    return scatter_into_zeros(result, grad_output, n, sizes, strides, index * all_strides[dim],
+                              band_of(input_sizes, input_sizes_len, dim, index, 1));
 }

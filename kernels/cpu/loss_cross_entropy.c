@@ -6,6 +6,63 @@
 #include "../composite/loss.h"
 #include "factory.h"
 #include "kernels.h"
+#include "parallel.h"
+
+/* The per-row losses of one chunk of rows (independent rows: any split gives the same bits). */
+typedef struct ce_job {
+    const yt__class_layout *lay;
+    const int64_t *tg;
+    const double *w;
+    const char *xd;
+    yt_dtype dt;
+    double ls, *loss;
+    int64_t ignore_index, rows, chunks;
+} ce_job;
+
+static void
+ce_rows(void *arg, int64_t chunk)
+{
+    const ce_job *j = arg;
+    const yt__class_layout lay = *j->lay;
+    const int64_t *tg = j->tg, ignore_index = j->ignore_index;
+    const double *w = j->w, ls = j->ls;
+    const char *xd = j->xd;
+    const yt_dtype dt = j->dt;
+    double *loss = j->loss;
+    for (int64_t r = j->rows * chunk / j->chunks; r < j->rows * (chunk + 1) / j->chunks; r++) {
+        int64_t t = tg[r];
+        if (t == ignore_index) {
+            loss[r] = 0.0;
+            continue;
+        }
+        int64_t n = r / lay.inner, s = r % lay.inner;
+        int64_t base = n * lay.c * lay.inner + s, step = lay.inner;
+        if (dt == YT_DTYPE_F32 && lay.inner == 1 && ls == 0.0) { /* contiguous f32 rows */
+            const float *xr = (const float *)xd + base;
+            float m = -INFINITY, se = 0.0f;
+            for (int64_t c = 0; c < lay.c; c++)
+                m = xr[c] > m || isnan(xr[c]) ? xr[c] : m;
+            for (int64_t c = 0; c < lay.c; c++)
+                se += expf(xr[c] - m);
+            loss[r] = -w[t] * ((double)xr[t] - (double)m - log((double)se));
+            continue;
+        }
+        double m = -INFINITY;
+        for (int64_t c = 0; c < lay.c; c++) {
+            double v = yt__load_double(xd, dt, base + c * step);
+            m = v > m || isnan(v) ? v : m;
+        }
+        double se = 0.0, smooth = 0.0;
+        for (int64_t c = 0; c < lay.c; c++)
+            se += exp(yt__load_double(xd, dt, base + c * step) - m);
+        double lse = m + log(se);
+        if (ls > 0.0)
+            for (int64_t c = 0; c < lay.c; c++)
+                smooth += w[c] * (yt__load_double(xd, dt, base + c * step) - lse);
+        double logp_t = yt__load_double(xd, dt, base + t * step) - lse;
+        loss[r] = -(1.0 - ls) * w[t] * logp_t - ls / (double)lay.c * smooth;
+    }
+}
 
 yt_status
 yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *target,
@@ -38,29 +95,23 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
     double ls = label_smoothing, total_weight = 0.0;
     int64_t rows = lay.n * lay.inner;
 
-#pragma omp parallel for schedule(static) if (rows * lay.c >= YT_PARALLEL_GRAIN)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t t = tg[r];
-        if (t == ignore_index) {
-            loss[r] = 0.0;
-            continue;
-        }
-        int64_t n = r / lay.inner, s = r % lay.inner;
-        int64_t base = n * lay.c * lay.inner + s, step = lay.inner;
-        double m = -INFINITY;
-        for (int64_t c = 0; c < lay.c; c++) {
-            double v = yt__load_double(xd, dt, base + c * step);
-            m = v > m || isnan(v) ? v : m;
-        }
-        double se = 0.0, smooth = 0.0;
-        for (int64_t c = 0; c < lay.c; c++)
-            se += exp(yt__load_double(xd, dt, base + c * step) - m);
-        double lse = m + log(se);
-        if (ls > 0.0)
-            for (int64_t c = 0; c < lay.c; c++)
-                smooth += w[c] * (yt__load_double(xd, dt, base + c * step) - lse);
-        double logp_t = yt__load_double(xd, dt, base + t * step) - lse;
-        loss[r] = -(1.0 - ls) * w[t] * logp_t - ls / (double)lay.c * smooth;
+    {
+        int64_t work = rows * lay.c;
+        int threads = work >= YT_PARALLEL_GRAIN
+                          ? yt__parallel_threads(10.0 * (double)work, yt__max_threads())
+                          : 1;
+        ce_job j = {.lay = &lay,
+                    .tg = tg,
+                    .w = w,
+                    .xd = xd,
+                    .dt = dt,
+                    .ls = ls,
+                    .loss = loss,
+                    .ignore_index = ignore_index,
+                    .rows = rows,
+                    .chunks =
+                        threads > 1 && rows > 1 ? (rows < 4 * threads ? rows : 4 * threads) : 1};
+        yt__parallel_run(j.chunks, threads, ce_rows, &j);
     }
     for (int64_t r = 0; r < rows; r++)
         total_weight += tg[r] == ignore_index ? 0.0 : w[tg[r]];
@@ -82,4 +133,110 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
     free(w);
     yt__release_cast(x, self);
     return YT_OK;
+}
+
+/* The gradient of cross_entropy_index for self in one pass per row, for callers that record no
+ * graph (the composite cross_entropy_index_backward is the differentiable form): row r of
+ * class c gets g_r * (A_r softmax(x_r)_c - K_rc), K the constant coefficients (target and label
+ * smoothing weights; 0 on ignored rows), A_r = sum_c K_rc, g_r the row's upstream gradient (the
+ * mean's divided by the total weight). Returns a new tensor shaped like self (in the dtype of
+ * self and grad_output promoted). */
+yt_tensor *
+yt__cross_entropy_index_grad(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
+                             yt_tensor *weight, const char *reduction_name, int64_t ignore_index,
+                             double label_smoothing)
+{
+    const char *op = "cross_entropy_index_backward";
+    int reduction = yt__reduction_code(reduction_name);
+    yt__class_layout lay;
+    int64_t *tg = NULL;
+    double *w = NULL;
+    if (yt__class_layout_of(&lay, self, target, weight, op) != YT_OK ||
+        yt__class_targets(&tg, &w, &lay, target, weight, ignore_index, op) != YT_OK)
+        return NULL;
+    int64_t rows = lay.n * lay.inner;
+    yt_tensor *x = self->is_contiguous ? self : yt__cast_copy(self, self->dtype);
+    yt_tensor *g = grad_output->is_contiguous ? yt_retain(grad_output)
+                                              : yt__cast_copy(grad_output, grad_output->dtype);
+    /* the dtype the composite's products would give */
+    yt_tensor *out = yt__empty_like(self, yt_promote_types(self->dtype, grad_output->dtype));
+    if (x == NULL || g == NULL || out == NULL) {
+        free(tg);
+        free(w);
+        if (x != NULL)
+            yt__release_cast(x, self);
+        yt_release(g);
+        yt_release(out);
+        return NULL;
+    }
+    bool per_row = reduction == YT__REDUCTION_NONE;
+    if (!per_row && g->numel != 1) {
+        free(tg);
+        free(w);
+        yt__release_cast(x, self);
+        yt_release(g);
+        yt_release(out);
+        return yt__fail(YT_ERR_SHAPE, "%s: grad_output must hold one value for reduction '%s'", op,
+                        reduction_name);
+    }
+    double wsum = 0.0, total = 0.0, ls = label_smoothing;
+    for (int64_t c = 0; c < lay.c; c++)
+        wsum += w[c];
+    for (int64_t r = 0; r < rows; r++)
+        total += tg[r] == ignore_index ? 0.0 : w[tg[r]];
+    const char *xd = x->numel > 0 ? yt__data_ptr(x) : NULL, *gd = yt__data_ptr(g);
+    char *od = out->numel > 0 ? yt__data_ptr(out) : NULL;
+    double g0 = per_row ? 0.0 : yt__load_double(gd, g->dtype, 0);
+    bool f32 = x->dtype == YT_DTYPE_F32 && out->dtype == YT_DTYPE_F32;
+    if (reduction == YT__REDUCTION_MEAN)
+        g0 /= total; /* 0 / 0 = NaN when no row counts, as the forward */
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t t = tg[r], n = r / lay.inner, s = r % lay.inner;
+        int64_t base = n * lay.c * lay.inner + s, step = lay.inner;
+        if (t == ignore_index) {
+            for (int64_t c = 0; c < lay.c; c++)
+                yt__store_double(od, out->dtype, base + c * step, 0.0);
+            continue;
+        }
+        double gr = per_row ? yt__load_double(gd, g->dtype, r) : g0;
+        double a = ls / (double)lay.c * wsum + (1.0 - ls) * w[t];
+        if (f32 && lay.inner == 1) { /* contiguous f32 rows: one expf per class */
+            const float *xr = (const float *)xd + base;
+            float *orow = (float *)od + base, m = -INFINITY;
+            for (int64_t c = 0; c < lay.c; c++)
+                m = xr[c] > m || isnan(xr[c]) ? xr[c] : m;
+            float se = 0.0f;
+            for (int64_t c = 0; c < lay.c; c++) {
+                orow[c] = expf(xr[c] - m);
+                se += orow[c];
+            }
+            float scale = (float)(gr * a) / se, wt = (float)(gr * (1.0 - ls) * w[t]);
+            float sm = (float)(gr * ls / (double)lay.c);
+            for (int64_t c = 0; c < lay.c; c++)
+                orow[c] = orow[c] * scale - sm * (float)w[c];
+            orow[t] -= wt;
+            continue;
+        }
+        double m = -INFINITY;
+        for (int64_t c = 0; c < lay.c; c++) {
+            double v = yt__load_double(xd, x->dtype, base + c * step);
+            m = v > m || isnan(v) ? v : m;
+        }
+        double se = 0.0;
+        for (int64_t c = 0; c < lay.c; c++) { /* the exps, kept in out until scaled */
+            double e = exp(yt__load_double(xd, x->dtype, base + c * step) - m);
+            yt__store_double(od, out->dtype, base + c * step, e);
+            se += e;
+        }
+        for (int64_t c = 0; c < lay.c; c++) {
+            double p = yt__load_double(od, out->dtype, base + c * step) / se;
+            double k = ls / (double)lay.c * w[c] + (c == t ? (1.0 - ls) * w[t] : 0.0);
+            yt__store_double(od, out->dtype, base + c * step, gr * (a * p - k));
+        }
+    }
+    free(tg);
+    free(w);
+    yt__release_cast(x, self);
+    yt_release(g);
+    return out;
 }

@@ -33,6 +33,21 @@ matrix_strides(const yt_tensor *t, int64_t *bs, int64_t *rs, int64_t *cs)
     *cs = t->strides[d - 1];
 }
 
+/* The data of `bias` when it is one row of n contiguous values of `dtype` broadcast to a 2-D
+ * [m, n] result (a [n] vector, or [1, n] / [m, n] with row stride 0): the GEMM adds it itself.
+ * NULL otherwise. */
+static const void *
+bias_row(const yt_tensor *bias, int d, int64_t n, yt_dtype dtype)
+{
+    if (bias == NULL || d != 2 || bias->dtype != dtype || bias->dim < 1 || bias->dim > 2)
+        return NULL;
+    if (bias->sizes[bias->dim - 1] != n || (n > 1 && bias->strides[bias->dim - 1] != 1))
+        return NULL;
+    if (bias->dim == 2 && bias->sizes[0] != 1 && bias->strides[0] != 0)
+        return NULL;
+    return yt__data_ptr((yt_tensor *)bias);
+}
+
 /* result = beta * bias + alpha * a @ b for 2-D or 3-D (batched) a and b, where bias (may be
  * NULL: beta is then 0) broadcasts to result's shape. beta == 0 never reads bias. */
 static yt_status
@@ -56,9 +71,26 @@ product(yt_tensor *result, yt_tensor *bias, yt_tensor *a, yt_tensor *b, double b
     bool aliased = result->storage == ca->storage || result->storage == cb->storage;
     yt_tensor *c = result->dtype != dtype || aliased ? yt__empty_like(result, dtype) : result;
     yt_status status = c == NULL ? yt__last_status() : YT_OK;
-    if (status == YT_OK && beta != 0)
+    const void *row = beta == 1 ? bias_row(bias, d, n, dtype) : NULL;
+    if (status == YT_OK && row != NULL) {
+        /* addmm's bias vector: added by the GEMM as it stores C */
+        int64_t bsa, rsa, csa, bsb, rsb, csb, bsc, rsc, csc;
+        matrix_strides(ca, &bsa, &rsa, &csa);
+        matrix_strides(cb, &bsb, &rsb, &csb);
+        matrix_strides(c, &bsc, &rsc, &csc);
+        if (dtype == YT_DTYPE_F64)
+            status =
+                yt__gemm_bias_f64(false, false, m, n, k, alpha, (const double *)yt__data_ptr(ca),
+                                  rsa, csa, (const double *)yt__data_ptr(cb), rsb, csb, row,
+                                  (double *)yt__data_ptr(c), rsc, csc);
+        else
+            status = yt__gemm_bias_f32(
+                false, false, m, n, k, (float)alpha, (const float *)yt__data_ptr(ca), rsa, csa,
+                (const float *)yt__data_ptr(cb), rsb, csb, row, (float *)yt__data_ptr(c), rsc, csc);
+    } else if (status == YT_OK && beta != 0) {
         status = yt__copy_into(c, bias); /* broadcast and convert bias into C, then scale */
-    if (status == YT_OK) {
+    }
+    if (status == YT_OK && row == NULL) {
         int64_t bsa, rsa, csa, bsb, rsb, csb, bsc, rsc, csc;
         matrix_strides(ca, &bsa, &rsa, &csa);
         matrix_strides(cb, &bsb, &rsb, &csb);

@@ -1,12 +1,13 @@
 /* The row-normalisation engine behind layer_norm, group_norm and rms_norm (see norm.h): one pass
  * over each row for the statistics (two sweeps of a row that stays in cache), one for the
- * output; the backward computes dx and the dw/db sums in one pass, with per-thread accumulators
- * combined at the end in thread order (deterministic for a given thread count). */
+ * output; the backward computes dx and the dw/db sums in one pass, with per-block accumulators
+ * combined at the end in block order (deterministic for a given thread setting: the blocks do not
+ * depend on which threads run them). Blocks of rows run on the pool (parallel.h). */
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #include "norm.h"
+#include "parallel.h"
 
 #define NORM_BLOCK 2048
 #define NORM_TILE  8 /* rows whose statistics are computed together */
@@ -58,10 +59,63 @@ finish_output(yt_tensor *t, yt_tensor *buf, yt_status st)
     return st;
 }
 
-static int
-thread_count(int64_t work)
+/* Row blocks: from the size and the configured thread count only (the dw/db sums are added per
+ * block, so the blocks, not the threads that happen to run them, fix the result). */
+static int64_t
+block_count(int64_t rows, int64_t work)
 {
-    return work >= YT_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
+    int64_t blocks = work >= YT_PARALLEL_GRAIN ? 4 * (int64_t)yt__max_threads() : 1;
+    return blocks < rows ? blocks : rows > 0 ? rows : 1;
+}
+
+/* Threads for `work` elements (about half a nanosecond each, two passes over a row). */
+static int
+thread_count(int64_t blocks, int64_t work)
+{
+    return blocks > 1 ? yt__parallel_threads(0.5 * (double)work, yt__max_threads()) : 1;
+}
+
+typedef struct fwd_job {
+    void *x, *y, *mean, *rstd, *w, *b;
+    const yt__rownorm *p;
+    bool f64;
+    int64_t blocks;
+} fwd_job;
+
+static void
+fwd_block(void *arg, int64_t c)
+{
+    const fwd_job *j = arg;
+    int64_t M = j->p->rows, r0 = M * c / j->blocks, r1 = M * (c + 1) / j->blocks;
+    if (j->f64)
+        forward_rows_f64(j->x, j->y, j->mean, j->rstd, j->w, j->b, j->p, r0, r1);
+    else
+        forward_rows_f32(j->x, j->y, j->mean, j->rstd, j->w, j->b, j->p, r0, r1);
+}
+
+typedef struct bwd_job {
+    void *dy, *x, *mean, *rstd, *w, *dx;
+    char *scratch; /* per block: dw sums then db sums, P each */
+    bool dw, db, f64;
+    size_t block_bytes, p_bytes;
+    const yt__rownorm *p;
+    int64_t blocks;
+} bwd_job;
+
+static void
+bwd_block(void *arg, int64_t c)
+{
+    const bwd_job *j = arg;
+    int64_t M = j->p->rows, r0 = M * c / j->blocks, r1 = M * (c + 1) / j->blocks;
+    char *mine = j->scratch ? j->scratch + (size_t)c * j->block_bytes : NULL;
+    char *dwa = j->dw ? mine : NULL;
+    char *dba = j->db ? mine + (j->dw ? j->p_bytes : 0) : NULL;
+    if (j->f64)
+        backward_rows_f64(j->dy, j->x, j->mean, j->rstd, j->w, j->dx, (double *)dwa, (double *)dba,
+                          j->p, r0, r1);
+    else
+        backward_rows_f32(j->dy, j->x, j->mean, j->rstd, j->w, j->dx, (float *)dwa, (float *)dba,
+                          j->p, r0, r1);
 }
 
 #define DATA(t) ((t) ? (void *)yt__data_ptr(t) : NULL)
@@ -78,21 +132,10 @@ yt__rownorm_forward(yt_tensor *y, yt_tensor *mean, yt_tensor *rstd, yt_tensor *x
     if (!xc || (weight && !wc) || (bias && !bc) || !yb || (mean && !mb) || (rstd && !rb))
         st = yt__last_status();
     if (st == YT_OK && p->rows > 0) {
-        int64_t M = p->rows;
-        int nth = thread_count(M * p->row_len);
-        if (nth > M)
-            nth = (int)M;
-#pragma omp parallel num_threads(nth) if (nth > 1)
-        {
-            int t = omp_get_thread_num(), n = omp_get_num_threads();
-            int64_t r0 = M * t / n, r1 = M * (t + 1) / n;
-            if (cd == YT_DTYPE_F64)
-                forward_rows_f64(DATA(xc), DATA(yb), DATA(mb), DATA(rb), DATA(wc), DATA(bc), p, r0,
-                                 r1);
-            else
-                forward_rows_f32(DATA(xc), DATA(yb), DATA(mb), DATA(rb), DATA(wc), DATA(bc), p, r0,
-                                 r1);
-        }
+        int64_t work = p->rows * p->row_len, blocks = block_count(p->rows, work);
+        fwd_job j = {DATA(xc), DATA(yb), DATA(mb),           DATA(rb), DATA(wc),
+                     DATA(bc), p,        cd == YT_DTYPE_F64, blocks};
+        yt__parallel_run(blocks, thread_count(blocks, work), fwd_block, &j);
     }
     st = finish_output(y, yb, st);
     st = finish_output(mean, mb, st);
@@ -121,9 +164,7 @@ yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *dy,
 
     const int64_t M = p->rows, D = p->row_len, S = p->inner;
     const int64_t P = p->groups * (S > 0 ? D / S : 0); /* affine values */
-    int nth = thread_count(M * D);
-    if (nth > M)
-        nth = M > 0 ? (int)M : 1;
+    const int64_t nth = block_count(M, M * D);         /* blocks, each with its own sums */
     const size_t esz = yt_dtype_size(cd);
     const int n_acc = (dw != NULL) + (db != NULL);
     size_t scratch_bytes = (size_t)nth * (size_t)n_acc * (size_t)P * esz;
@@ -137,22 +178,23 @@ yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *dy,
             memset(scratch, 0, scratch_bytes);
     }
     if (st == YT_OK && M > 0) {
-#pragma omp parallel num_threads(nth) if (nth > 1)
-        {
-            int t = omp_get_thread_num(), n = omp_get_num_threads();
-            int64_t r0 = M * t / n, r1 = M * (t + 1) / n;
-            char *mine = scratch ? scratch + (size_t)t * (size_t)n_acc * (size_t)P * esz : NULL;
-            char *dwa = dw ? mine : NULL;
-            char *dba = db ? mine + (dw ? (size_t)P * esz : 0) : NULL;
-            if (cd == YT_DTYPE_F64)
-                backward_rows_f64(DATA(gc), DATA(xc), DATA(mc), DATA(rc), DATA(wc), DATA(dxb),
-                                  (double *)dwa, (double *)dba, p, r0, r1);
-            else
-                backward_rows_f32(DATA(gc), DATA(xc), DATA(mc), DATA(rc), DATA(wc), DATA(dxb),
-                                  (float *)dwa, (float *)dba, p, r0, r1);
-        }
+        bwd_job j = {DATA(gc),
+                     DATA(xc),
+                     DATA(mc),
+                     DATA(rc),
+                     DATA(wc),
+                     DATA(dxb),
+                     scratch,
+                     dw != NULL,
+                     db != NULL,
+                     cd == YT_DTYPE_F64,
+                     (size_t)n_acc * (size_t)P * esz,
+                     (size_t)P * esz,
+                     p,
+                     nth};
+        yt__parallel_run(nth, thread_count(nth, M * D), bwd_block, &j);
     }
-    /* dw, db: the per-thread sums added in thread order, in double */
+    /* dw, db: the per-block sums added in block order, in double */
     for (int which = 0; st == YT_OK && which < 2; which++) {
         yt_tensor *out = which == 0 ? dw : db;
         if (out == NULL)
@@ -166,7 +208,7 @@ yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *dy,
         size_t off = which == 1 && dw ? (size_t)P : 0;
         for (int64_t j = 0; j < out->numel; j++) /* all of it: P is 0 when S or D is */
             o[j] = 0;
-        for (int t = 0; t < nth; t++) {
+        for (int64_t t = 0; t < nth; t++) {
             const char *mine = scratch + (size_t)t * (size_t)n_acc * (size_t)P * esz;
             if (cd == YT_DTYPE_F64)
                 for (int64_t j = 0; j < P; j++)

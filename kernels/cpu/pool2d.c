@@ -8,6 +8,7 @@
 /* The loops are short and branch-free: let the compiler vectorize them. */
 #pragma GCC optimize("O3")
 
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -48,29 +49,60 @@ typedef int64_t v8l __attribute__((vector_size(64), aligned(8)));
 /* m ? a : b, lane by lane (a macro: passing vectors by value depends on the ISA's ABI) */
 #define BLEND8(m, a, b) ((v8f)(((v8i)(a) & (m)) | ((v8i)(b) & ~(m))))
 
+/* Eight outputs of a 2x2 max pool from the 16 columns of an upper row u and lower row l (w apart
+ * in positions), at positions `at` (even lanes) of the upper row. */
+#define MAX2X2_VEC(u0, u1, l0, l1, at, w, yv, iv)                                                  \
+    do {                                                                                           \
+        const v8i ev_ = {0, 2, 4, 6, 8, 10, 12, 14}, od_ = ev_ + 1;                                \
+        v8f a_ = __builtin_shuffle(u0, u1, ev_), b_ = __builtin_shuffle(u0, u1, od_);              \
+        v8f c_ = __builtin_shuffle(l0, l1, ev_), d_ = __builtin_shuffle(l0, l1, od_);              \
+        v8i tb_ = (b_ > a_) | (b_ != b_);                                                          \
+        v8f m_ = BLEND8(tb_, b_, a_);                                                              \
+        v8i mi_ = (tb_ & (at + 1)) | (~tb_ & at);                                                  \
+        v8i tc_ = (c_ > m_) | (c_ != c_);                                                          \
+        m_ = BLEND8(tc_, c_, m_);                                                                  \
+        mi_ = (tc_ & (at + (int32_t)(w))) | (~tc_ & mi_);                                          \
+        v8i td_ = (d_ > m_) | (d_ != d_);                                                          \
+        yv = BLEND8(td_, d_, m_);                                                                  \
+        iv = (td_ & (at + (int32_t)(w) + 1)) | (~td_ & mi_);                                       \
+    } while (0)
+
 static void
 max2x2_row_f32(float *y, int64_t *idx, const float *x, int64_t w, int64_t ow, int64_t base)
 {
     int64_t ox = 0;
     if (base + 2 * ow + w + 1 < INT32_MAX) { /* positions fit the 32-bit index lanes */
-        const v8i even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = even + 1;
+        const v8i even = {0, 2, 4, 6, 8, 10, 12, 14};
         for (; ox + 8 <= ow; ox += 8) {
             const float *p = x + 2 * ox;
             v8f u0 = *(const v8f *)p, u1 = *(const v8f *)(p + 8);
             v8f l0 = *(const v8f *)(p + w), l1 = *(const v8f *)(p + w + 8);
-            v8f a = __builtin_shuffle(u0, u1, even), b = __builtin_shuffle(u0, u1, odd);
-            v8f c = __builtin_shuffle(l0, l1, even), d = __builtin_shuffle(l0, l1, odd);
             v8i at = even + (int32_t)(base + 2 * ox);
-            v8i tb = (b > a) | (b != b);
-            v8f m = BLEND8(tb, b, a);
-            v8i mi = (tb & (at + 1)) | (~tb & at);
-            v8i tc = (c > m) | (c != c);
-            m = BLEND8(tc, c, m);
-            mi = (tc & (at + (int32_t)w)) | (~tc & mi);
-            v8i td = (d > m) | (d != d);
-            *(v8f *)(y + ox) = BLEND8(td, d, m);
-            mi = (td & (at + (int32_t)w + 1)) | (~td & mi);
-            *(v8l *)(idx + ox) = __builtin_convertvector(mi, v8l);
+            v8f yv;
+            v8i iv;
+            MAX2X2_VEC(u0, u1, l0, l1, at, w, yv, iv);
+            *(v8f *)(y + ox) = yv;
+            *(v8l *)(idx + ox) = __builtin_convertvector(iv, v8l);
+        }
+        if (ox < ow) { /* the last 1..7 outputs with masked loads (rows of 14 or 7: all) */
+            int64_t n = ow - ox;
+            const int32_t cols = (int32_t)(2 * n);
+            const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
+            __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), lane);
+            const float *p = x + 2 * ox;
+            v8f u0 = (v8f)_mm256_maskload_ps(p, k0), u1 = (v8f)_mm256_maskload_ps(p + 8, k1);
+            v8f l0 = (v8f)_mm256_maskload_ps(p + w, k0);
+            v8f l1 = (v8f)_mm256_maskload_ps(p + w + 8, k1);
+            v8i at = even + (int32_t)(base + 2 * ox);
+            v8f yv;
+            v8i iv;
+            MAX2X2_VEC(u0, u1, l0, l1, at, w, yv, iv);
+            for (int64_t q = 0; q < n; q++) {
+                y[ox + q] = yv[q];
+                idx[ox + q] = iv[q];
+            }
+            ox = ow;
         }
     }
     for (; ox < ow; ox++) {

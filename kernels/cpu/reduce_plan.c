@@ -1,6 +1,6 @@
 /* The reduction plan and threaded driver shared by sum.c and amax.c; see reduce_plan.h. */
-#include <omp.h>
 
+#include "parallel.h"
 #include "reduce_plan.h"
 
 #define CHUNK YT_REDUCE_CHUNK
@@ -290,41 +290,77 @@ run_units(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *out, i
     }
 }
 
-/* One work unit whose reduction is split across `nth` threads; partial results are combined in
- * thread order, so the result does not depend on scheduling. */
+/* One work unit whose reduction is split in `nth` parts (one per configured thread); the partial
+ * results are combined in part order, so the result does not depend on which threads ran them. */
+typedef struct split_job {
+    const reduce_plan *p;
+    const yt__reduce_loops *loops;
+    const char *base;
+    int64_t out_off, j0, len, space, per;
+    acc *parts; /* nth x CHUNK */
+} split_job;
+
 static void
+split_part(void *arg, int64_t t)
+{
+    const split_job *j = arg;
+    int64_t lo = t * j->per < j->space ? t * j->per : j->space;
+    int64_t hi = lo + j->per < j->space ? lo + j->per : j->space;
+    acc *part = j->parts + t * CHUNK;
+    j->loops->init(part, j->len, j->loops->floating);
+    if (j->p->inner.reduced)
+        inner_range(j->p, j->loops, part, j->base, j->out_off, lo, hi);
+    else
+        outer_rows(j->p, j->loops, part, j->base, j->out_off, j->j0, j->len, lo, hi);
+}
+
+/* Roughly a quarter of a nanosecond per element reduced, on one thread. */
+#define NS_PER_ELEMENT 0.25
+
+/* False (nothing written) when there is no memory for the parts. */
+static bool
 run_unit_split(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *out, int64_t unit,
-               int nth)
+               int nth, int threads)
 {
     int64_t chunks = chunk_count(p);
     cursor kc;
     cursor_seek(&kc, p->kept, p->n_kept, unit / chunks);
-    const char *base = p->in + kc.in;
     int64_t j0 = (unit % chunks) * CHUNK;
     int64_t len = p->inner.reduced ? 1 : p->inner.size - j0 < CHUNK ? p->inner.size - j0 : CHUNK;
-    /* the space split between threads: elements (inner) or rows (outer) */
+    /* the space split between parts: elements (inner) or rows (outer) */
     int64_t space = p->inner.reduced ? p->red_count * p->inner.size : p->red_count;
-    int64_t per = (space + nth - 1) / nth;
+    size_t bytes = (size_t)nth * CHUNK * sizeof(acc);
+    acc *parts = yt__cpu_alloc(bytes);
+    if (parts == NULL)
+        return false;
+    split_job j = {p, loops, p->in + kc.in, kc.out, j0, len, space, (space + nth - 1) / nth, parts};
+    yt__parallel_run(nth, threads, split_part, &j);
     acc total[CHUNK];
     loops->init(total, len, loops->floating);
-
-#pragma omp parallel for ordered schedule(static, 1) num_threads(nth)
-    for (int t = 0; t < nth; t++) {
-        int64_t lo = t * per < space ? t * per : space;
-        int64_t hi = lo + per < space ? lo + per : space;
-        acc part[CHUNK];
-        loops->init(part, len, loops->floating);
-        if (p->inner.reduced)
-            inner_range(p, loops, part, base, kc.out, lo, hi);
-        else
-            outer_rows(p, loops, part, base, kc.out, j0, len, lo, hi);
-#pragma omp ordered
-        loops->combine(total, part, len, loops->floating);
-    }
+    for (int t = 0; t < nth; t++)
+        loops->combine(total, parts + (int64_t)t * CHUNK, len, loops->floating);
+    yt__cpu_free(parts, bytes);
     int64_t stride = p->inner.reduced ? 1 : p->inner.out_stride;
     if (loops->finish != NULL)
         loops->finish(total, len, loops->ctx);
     yt__reduce_store(out, kc.out + j0 * stride, stride, total, len, loops->divisor);
+    return true;
+}
+
+typedef struct units_job {
+    const reduce_plan *p;
+    const yt__reduce_loops *loops;
+    yt_tensor *out;
+    int64_t units, chunks;
+} units_job;
+
+static void
+units_chunk(void *arg, int64_t c)
+{
+    const units_job *j = arg;
+    int64_t lo = j->units * c / j->chunks, hi = j->units * (c + 1) / j->chunks;
+    if (lo < hi)
+        run_units(j->p, j->loops, j->out, lo, hi);
 }
 
 void
@@ -335,22 +371,25 @@ yt__reduce_run(yt_tensor *out, const yt_tensor *in, const int64_t *dim, int dim_
     const reduce_plan *p = &plan;
     plan_reduce(&plan, in, dim, dim_len);
 
-    int nth = in->numel >= YT_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
+    /* the cut (nth) follows the size and the configured threads; who runs it, the load */
+    int nth = in->numel >= YT_PARALLEL_GRAIN ? yt__max_threads() : 1;
+    int threads = nth > 1 ? yt__parallel_threads((double)in->numel * NS_PER_ELEMENT, nth) : 1;
     int64_t units = p->kept_count * chunk_count(p);
     int64_t splittable = p->inner.reduced ? p->red_count * p->inner.size : p->red_count;
     if (nth > 1 && units < nth && splittable >= 2 * nth) {
         /* few outputs, much to reduce for each (e.g. a full sum): split each reduction */
-        for (int64_t u = 0; u < units; u++)
-            run_unit_split(p, loops, out, u, nth);
+        bool ok = true;
+        for (int64_t u = 0; ok && u < units; u++)
+            ok = run_unit_split(p, loops, out, u, nth, threads);
+        if (ok)
+            return;
+        /* no memory for the parts: every unit on this thread instead */
+    }
+    units_job j = {p, loops, out, units, units < 4 * nth ? units : 4 * nth};
+    if (threads <= 1 || j.chunks <= 1) {
+        if (units > 0)
+            run_units(p, loops, out, 0, units);
         return;
     }
-#pragma omp parallel num_threads(nth) if (nth > 1)
-    {
-        int t = omp_get_thread_num(), n_threads = omp_get_num_threads();
-        int64_t per = (units + n_threads - 1) / n_threads;
-        int64_t lo = t * per < units ? t * per : units;
-        int64_t hi = lo + per < units ? lo + per : units;
-        if (lo < hi)
-            run_units(p, loops, out, lo, hi);
-    }
+    yt__parallel_run(j.chunks, threads, units_chunk, &j);
 }

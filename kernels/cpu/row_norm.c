@@ -1,6 +1,8 @@
 /* row_norm and its backward kernels on the CPU: the 4-D input [A, G, K, S] is A*G rows of K*S
  * elements, with a [G, K] weight/bias (norm_rows.c does the work). The generated op checked the
  * dims and the weight/bias shapes; these entries check what YAML cannot say. */
+#include <string.h>
+
 #include "kernels.h"
 #include "norm.h"
 
@@ -77,4 +79,27 @@ yt__cpu_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 {
     yt__rownorm p = geometry(grad_out, true, 0.0);
     return yt__rownorm_backward(NULL, NULL, result, grad_out, NULL, NULL, NULL, NULL, &p);
+}
+
+/* All three gradients in one pass (row_norm's backward without a graph); the ones not asked for
+ * are zeros. */
+yt_status
+yt__cpu_row_norm_backward(yt_tensor *d_input, yt_tensor *d_weight, yt_tensor *d_bias,
+                          yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
+                          double eps, bool input_grad, bool weight_grad, bool bias_grad)
+{
+    const char *op = "row_norm_backward";
+    if (check_same_shape(grad_out, input, op) != YT_OK || check_weight(weight, input, op) != YT_OK)
+        return yt__last_status();
+    yt_tensor *skipped[3] = {input_grad ? NULL : d_input, weight_grad ? NULL : d_weight,
+                             bias_grad ? NULL : d_bias};
+    for (int i = 0; i < 3; i++) /* fresh contiguous results of the generated function */
+        if (skipped[i] != NULL && skipped[i]->numel > 0)
+            memset(yt__data_ptr(skipped[i]), 0,
+                   (size_t)skipped[i]->numel * yt_dtype_size(skipped[i]->dtype));
+    if (!input_grad && !weight_grad && !bias_grad)
+        return YT_OK;
+    yt__rownorm p = geometry(input, center, eps);
+    return yt__rownorm_backward(input_grad ? d_input : NULL, weight_grad ? d_weight : NULL,
+                                bias_grad ? d_bias : NULL, grad_out, input, NULL, NULL, weight, &p);
 }

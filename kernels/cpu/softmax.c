@@ -16,9 +16,10 @@
 #pragma GCC target("avx2,fma")
 
 #include <math.h>
-#include <omp.h>
 
 #include "kernels.h"
+#include "parallel.h"
+#include "softmax_rows.h"
 #include "vec_math.h"
 
 #define COLS 256 /* columns per block when inner > 1: three float arrays stay in L1 */
@@ -329,16 +330,31 @@ run_unit(const job *jb, int64_t u)
         bwd_cols_f32(out, a, b, g->n, g->inner, w, jb->k);
 }
 
+typedef struct units {
+    const job *jb;
+    int64_t units, chunks;
+} units;
+
+static void
+run_chunk(void *arg, int64_t c)
+{
+    const units *u = arg;
+    for (int64_t k = u->units * c / u->chunks; k < u->units * (c + 1) / u->chunks; k++)
+        run_unit(u->jb, k);
+}
+
 static void
 run_job(const job *jb)
 {
     const geom *g = &jb->g;
-    int64_t units = g->outer * ((g->inner + COLS - 1) / COLS);
+    int64_t n_units = g->outer * ((g->inner + COLS - 1) / COLS);
     int64_t numel = g->outer * g->n * g->inner;
-    int nth = numel >= YT_PARALLEL_GRAIN && units > 1 ? omp_get_max_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-    for (int64_t u = 0; u < units; u++)
-        run_unit(jb, u);
+    /* about a nanosecond per element (exp) */
+    int nth = numel >= YT_PARALLEL_GRAIN && n_units > 1
+                  ? yt__parallel_threads((double)numel, yt__max_threads())
+                  : 1;
+    units u = {jb, n_units, nth > 1 ? (n_units < 4 * nth ? n_units : 4 * nth) : 1};
+    yt__parallel_run(u.chunks, nth, run_chunk, &u);
 }
 
 /* The compute dtype: f64 stays, everything else runs in f32. */
@@ -434,4 +450,99 @@ yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_
     if (check_same_shape("log_softmax_backward_data", grad_output, output) != YT_OK)
         return YT_ERR_SHAPE;
     return run_converted(result, grad_output, output, dim, LOG_SOFTMAX);
+}
+
+/* ---------------------------------------------------------------- rows for other kernels */
+
+/* The same exp as yt__exp8 (vec_math.h) on 16 lanes: identical values lane by lane. */
+__attribute__((target("avx512f"))) static inline __m512
+exp16(__m512 x)
+{
+    const __m512 hi = _mm512_set1_ps(88.72283935546875f), lo = _mm512_set1_ps(-104.0f);
+    __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i ni = _mm512_cvtps_epi32(n);
+    __m512i n1 = _mm512_srai_epi32(ni, 1);
+    __m512i n2 = _mm512_sub_epi32(ni, n1);
+    __m512 s1 =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, _mm512_set1_epi32(127)), 23));
+    __m512 s2 =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, _mm512_set1_epi32(127)), 23));
+    __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y,
+                             _mm512_set1_ps(__builtin_inff()));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+}
+
+/* A softmax row on 16 lanes (masked at the end of the row). */
+__attribute__((target("avx512f"))) static void
+row_softmax16(float *out, const float *x, int64_t n)
+{
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, x + i));
+    }
+    __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(m)), s = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm));
+        _mm512_mask_storeu_ps(out + i, k, e);
+        s = _mm512_mask_add_ps(s, k, s, e);
+    }
+    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(s));
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, out + i), inv));
+    }
+}
+
+void
+yt__softmax_rows_f32(float *out, const float *x, int64_t rows, int64_t n)
+{
+    static int avx512 = -1; /* decided once (idempotent) */
+    int have = __atomic_load_n(&avx512, __ATOMIC_RELAXED);
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx512f");
+        __atomic_store_n(&avx512, have, __ATOMIC_RELAXED);
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        if (have && n > 0)
+            row_softmax16(out + r * n, x + r * n, n);
+        else
+            row_f32(out + r * n, x + r * n, n, SOFTMAX);
+    }
+}
+
+void
+yt__softmax_rows_f64(double *out, const double *x, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        cols_f64(out + r * n, x + r * n, n, 1, 1, SOFTMAX);
+}
+
+void
+yt__softmax_backward_rows_f32(float *out, const float *g, const float *y, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        bwd_row_f32(out + r * n, g + r * n, y + r * n, n, SOFTMAX);
+}
+
+void
+yt__softmax_backward_rows_f64(double *out, const double *g, const double *y, int64_t rows,
+                              int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        bwd_cols_f64(out + r * n, g + r * n, y + r * n, n, 1, 1, SOFTMAX);
 }

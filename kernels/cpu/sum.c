@@ -66,17 +66,21 @@ row_f32(acc *sum, const char *x, int64_t n, int64_t stride)
 {
     double s = 0.0;
     int64_t i = 0;
-    if (stride == sizeof(float) && n >= F32_RUN) {
+    if (stride == sizeof(float) && n >= 32) {
+        /* runs of F32_RUN, the last one shorter (rows of a few hundred, like a conv bias's
+         * gradient over H * W, were summed one element at a time in double) */
         const float *p = (const float *)x;
-        for (; i + F32_RUN <= n; i += F32_RUN) {
+        for (; i + 32 <= n;) {
+            int64_t run = n - i < F32_RUN ? (n - i) / 32 * 32 : F32_RUN;
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (int r = 0; r < F32_RUN; r += 32) {
+            for (int64_t r = 0; r < run; r += 32) {
                 a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i + r));
                 a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + r + 8));
                 a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + r + 16));
                 a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + r + 24));
             }
             s += yt__hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+            i += run;
         }
     }
     for (; i < n; i++)

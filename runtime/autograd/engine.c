@@ -274,6 +274,18 @@ settle(graph *gr, const yt_edge *edge)
         heap_push(gr, edge->node);
 }
 
+/* Whether the pending gradient `acc` can take `g` added in place: the engine holds the only
+ * reference to it and to its storage (nothing else sees the write), it is a plain contiguous
+ * tensor of g's dtype with no history, and g does not share its memory. */
+static bool
+owned_buffer(const yt_tensor *acc, const yt_tensor *g)
+{
+    return atomic_load(&acc->refcount) == 1 && atomic_load(&acc->storage->refcount) == 1 &&
+           acc->is_contiguous && acc->dtype == g->dtype && acc->grad_fn == NULL &&
+           !acc->requires_grad && acc->storage != g->storage &&
+           same_sizes(acc->sizes, acc->dim, g->sizes, g->dim);
+}
+
 /* Hands gradient `g` (owned, may be NULL: no gradient) for input `i` of `node` on. */
 static yt_status
 deliver(graph *gr, yt_node *node, int i, yt_tensor *g, bool create_graph)
@@ -288,6 +300,15 @@ deliver(graph *gr, yt_node *node, int i, yt_tensor *g, bool create_graph)
         if (st == YT_OK && next->grad_accum[k] == NULL) {
             next->grad_accum[k] = g;
             g = NULL;
+        } else if (st == YT_OK && !create_graph && owned_buffer(next->grad_accum[k], g)) {
+            st = yt_add_(next->grad_accum[k], g); /* PyTorch's InputBuffer: sum in place */
+        } else if (st == YT_OK && !create_graph && owned_buffer(g, next->grad_accum[k])) {
+            st = yt_add_(g, next->grad_accum[k]);
+            if (st == YT_OK) {
+                yt_release(next->grad_accum[k]);
+                next->grad_accum[k] = g;
+                g = NULL;
+            }
         } else if (st == YT_OK) {
             yt_tensor *sum = yt_add(next->grad_accum[k], g);
             if (sum == NULL) {

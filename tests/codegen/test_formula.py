@@ -113,7 +113,7 @@ def compile_formulas(full_name: str, *formulas: str):
         if other is not op and other.impl != "composite":
             text += f"- name: {other.schema.text}\n  not_differentiable: true\n"
     parse_derivatives(text, ops, "derivatives.yaml")
-    compiled, saved = compile_derivative(op, reg)
+    compiled, _, saved = compile_derivative(op, reg)
     return op, compiled, saved
 
 
@@ -297,3 +297,102 @@ def test_nothing_is_saved_when_the_formula_needs_only_grad():
 ])
 def test_formula_errors(op, formula, message):
     assert spec_error(compile_formulas, op, formula) == f"derivatives.yaml:2: {message}"
+
+
+# ---------------------------------------------------------------- fused: every gradient from one call
+
+FUSED_OPS = """\
+    - func: norm(Tensor input, Tensor weight, float eps) -> Tensor
+      family: nn
+      dtypes: floating
+      dispatch: {cpu: yt__cpu_norm}
+      doc: A norm.
+    - func: norm_input_backward(Tensor grad, Tensor input, Tensor weight, float eps) -> Tensor
+      family: backward
+      dtypes: floating
+      dispatch: {cpu: yt__cpu_norm_input_backward}
+      doc: d input.
+    - func: norm_weight_backward(Tensor grad, Tensor input, float eps) -> Tensor
+      family: backward
+      dtypes: floating
+      dispatch: {cpu: yt__cpu_norm_weight_backward}
+      doc: d weight.
+    - func: norm_backward(Tensor grad, Tensor input, Tensor weight, float eps, bool input_grad, bool weight_grad) -> (Tensor d_input, Tensor d_weight)
+      family: backward
+      dtypes: floating
+      dispatch: {cpu: yt__cpu_norm_backward}
+      doc: Both.
+    """
+
+
+def fused_entry(fused: str) -> str:
+    return f"""\
+        - name: norm(Tensor input, Tensor weight, float eps) -> Tensor
+          input: norm_input_backward(grad, input, weight, eps)
+          weight: norm_weight_backward(grad, input, eps)
+          fused: {fused}
+        - name: norm_input_backward(Tensor grad, Tensor input, Tensor weight, float eps) -> Tensor
+          not_differentiable: true
+        - name: norm_weight_backward(Tensor grad, Tensor input, float eps) -> Tensor
+          not_differentiable: true
+        - name: norm_backward(Tensor grad, Tensor input, Tensor weight, float eps, bool input_grad, bool weight_grad) -> (Tensor d_input, Tensor d_weight)
+          not_differentiable: true
+        """
+
+
+def test_fused_formula_gives_every_gradient_from_one_call():
+    from helpers import load
+    ops = load(FUSED_OPS, fused_entry("norm_backward(grad, input, weight, eps, needs_grad(input), needs_grad(weight))"))
+    compiled, fused, saved = compile_derivative(ops[0], registry(ops))
+    assert not fused.partial
+    assert fused.c_lines == [
+        'yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");',
+        'yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");',
+        "yt_tensor *fused[2] = {NULL, NULL};",
+        "yt_status fused_status = yt_norm_backward(grads[0], input, weight, node->eps, "
+        "node->base.needs_grad[0], node->base.needs_grad[1], &fused[0], &fused[1]);",
+        "yt_release(weight);",
+        "yt_release(input);",
+        "if (fused_status != YT_OK)",
+        "    return fused_status;",
+        "if (node->base.needs_grad[0])",
+        "    out[0] = fused[0];",
+        "else",
+        "    yt_release(fused[0]);",
+        "if (node->base.needs_grad[1])",
+        "    out[1] = fused[1];",
+        "else",
+        "    yt_release(fused[1]);",
+        "return YT_OK;",
+    ]
+    assert len(compiled) == 2  # the per-input formulas stay, for backward with a graph
+    # what the fused call reads is saved for either gradient
+    assert [(s.field, s.used_by) for s in saved] == [("input", ["input", "weight"]),
+                                                      ("weight", ["input", "weight"]),
+                                                      ("eps", ["input", "weight"])]
+
+
+@pytest.mark.parametrize("fused, message", [
+    ("norm_backward(grad, input, weight, eps, True, True, grad)",
+     "norm: formula for 'fused': no overload of 'norm_backward' accepts these arguments "
+     "(norm_backward: takes at most 6 positional arguments)"),
+    ("norm_backward(grad, input, weight, eps, needs_grad(eps), True)",
+     "norm: formula for 'fused': needs_grad(eps): 'eps' is not a tensor argument of norm"),
+    ("grad", "norm: formula for 'fused': fused must be one call of an op"),
+])
+def test_fused_formula_errors(fused, message):
+    from helpers import load
+    ops = load(FUSED_OPS, fused_entry(fused))
+    assert spec_error(compile_derivative, ops[0], registry(ops)) == f"derivatives.yaml:4: {message}"
+
+
+def test_a_fused_call_may_cover_the_first_inputs_only():
+    from helpers import load
+    ops = load(FUSED_OPS, fused_entry("norm_input_backward(grad, input, weight, eps)"))
+    compiled, fused, _ = compile_derivative(ops[0], registry(ops))
+    assert fused.partial
+    assert fused.c_lines[2:4] == ["yt_tensor *fused[1] = {NULL};",
+                                  "fused[0] = yt_norm_input_backward(grads[0], input, weight, node->eps);"]
+    assert fused.c_lines[-1] == "fused_ran = true;"
+    assert compiled[0].cond == "!fused_ran && node->base.needs_grad[0]"
+    assert compiled[1].cond == "node->base.needs_grad[1]"  # the weight keeps its formula

@@ -253,7 +253,7 @@ Test(gemm, random_large_shapes)
      * and across the small path's kc / mc blocks. */
     for (int it = 0; it < 12; it++) {
         gemm_case t = {.f64 = it % 2, .ta = next() % 2, .tb = next() % 2};
-        t.m = pick(150, 300), t.n = pick(150, 300), t.k = pick(200, 600);
+        t.m = pick(150, 300), t.n = pick(150, 300), t.k = pick(200, 2200); /* kc is 1024 */
         t.alpha = it % 3 == 0 ? 1.0 : -0.5, t.beta = scalars[it % 4];
         t.ka = (int)(next() % 5), t.kb = (int)(next() % 5), t.kc = (int)(next() % 4);
         t.threads = 1 + it % 2;

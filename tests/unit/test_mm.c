@@ -227,6 +227,60 @@ Test(mm, addmm_beta_alpha_and_nan_with_beta_zero)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* addmm with a bias row ([n], [1, n], or expanded [m, n]) and beta 1, which the GEMM adds as it
+ * stores C: against mm + the bias, for every operand layout (both orientations of the kernels,
+ * edge tiles, several k blocks), f32 and f64, at 1 and 2 threads. */
+Test(mm, addmm_bias_row_in_the_kernels)
+{
+    yt_manual_seed(11);
+    static const int64_t dims[][3] = {{1, 1, 1},      {7, 5, 3},       {13, 300, 33},
+                                      {64, 784, 256}, {512, 128, 384}, {3, 9, 200}};
+    for (int threads = 1; threads <= 2; threads++) {
+        yt_set_num_threads(threads);
+        for (int dt = 0; dt < 2; dt++) {
+            yt_dtype dtype = dt ? YT_DTYPE_F64 : YT_DTYPE_F32;
+            for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++) {
+                int64_t m = dims[s][0], k = dims[s][1], n = dims[s][2];
+                for (int layout = 0; layout < 4; layout++) {
+                    yt_tensor *a = random_matrix(m, k, dtype, layout & 1);
+                    yt_tensor *b = random_matrix(k, n, dtype, layout & 2);
+                    yt_tensor *row = random_matrix(1, n, dtype, false);
+                    const int64_t vec[1] = {n}, full[2] = {m, n};
+                    yt_tensor *v = yt_reshape(row, vec, 1), *e = yt_expand(row, full, 2);
+                    yt_tensor *biases[3] = {v, row, e};
+                    yt_tensor *prod = yt_mm(a, b);
+                    yt_tensor *want = yt_add(prod, row);
+                    double *vw = to_doubles(want);
+                    for (int q = 0; q < 3; q++) {
+                        yt_tensor *got = yt_addmm(biases[q], a, b);
+                        cr_assert_not_null(got, "%s", yt_errmsg());
+                        double *vg = to_doubles(got);
+                        double eps = dt ? 1e-12 : 2e-5;
+                        for (int64_t i = 0; i < m * n; i++)
+                            cr_assert(fabs(vg[i] - vw[i]) <= eps * (1 + fabs(vw[i])) * (double)k,
+                                      "%s %lldx%lldx%lld layout %d bias %d threads %d: [%lld] "
+                                      "%.9g vs %.9g",
+                                      yt_dtype_name(dtype), (long long)m, (long long)k,
+                                      (long long)n, layout, q, threads, (long long)i, vg[i], vw[i]);
+                        free(vg);
+                        yt_release(got);
+                    }
+                    free(vw);
+                    yt_release(want);
+                    yt_release(prod);
+                    yt_release(e);
+                    yt_release(v);
+                    yt_release(row);
+                    yt_release(b);
+                    yt_release(a);
+                }
+            }
+        }
+    }
+    yt_set_num_threads(1);
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(mm, bmm_baddbmm_matmul_broadcast_against_mm)
 {
     yt_manual_seed(5);

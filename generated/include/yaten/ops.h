@@ -1040,7 +1040,17 @@ YT_API yt_status yt_relu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_relu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sigmoid (ops.yaml:447) */
+/* ---- threshold_backward (ops.yaml:447) */
+
+/* threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor
+ * Gradient of relu (and threshold): `grad_output` where `self` > `threshold`, else 0, in one pass
+ * (relu's backward is threshold_backward(grad, result, 0), as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_threshold_backward(yt_tensor *grad_output, yt_tensor *self,
+                                        yt_scalar threshold);
+
+/* ---- sigmoid (ops.yaml:460) */
 
 /* sigmoid(Tensor self) -> Tensor
  * Logistic function 1 / (1 + exp(-self)) of each element.
@@ -1062,7 +1072,7 @@ YT_API yt_status yt_sigmoid_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sigmoid_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- tanh (ops.yaml:455) */
+/* ---- tanh (ops.yaml:468) */
 
 /* tanh(Tensor self) -> Tensor
  * Hyperbolic tangent of each element.
@@ -1084,7 +1094,7 @@ YT_API yt_status yt_tanh_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_tanh_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- softplus (ops.yaml:463) */
+/* ---- softplus (ops.yaml:476) */
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
  * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
@@ -1130,7 +1140,7 @@ YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta,
                                     yt_scalar threshold);
 
-/* ---- clone (ops.yaml:470) */
+/* ---- clone (ops.yaml:483) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -1145,7 +1155,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:477) */
+/* ---- to.dtype (ops.yaml:490) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -1153,7 +1163,7 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- abs (ops.yaml:485) */
+/* ---- abs (ops.yaml:498) */
 
 /* abs(Tensor self) -> Tensor
  * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
@@ -1175,7 +1185,7 @@ YT_API yt_status yt_abs_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_abs_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sign (ops.yaml:493) */
+/* ---- sign (ops.yaml:506) */
 
 /* sign(Tensor self) -> Tensor
  * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
@@ -1197,7 +1207,7 @@ YT_API yt_status yt_sign_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sign_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- square (ops.yaml:500) */
+/* ---- square (ops.yaml:513) */
 
 /* square(Tensor self) -> Tensor
  * Each element times itself; bool gives i64, as PyTorch's pow(self, 2).
@@ -1219,7 +1229,7 @@ YT_API yt_status yt_square_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_square_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- reciprocal (ops.yaml:509) */
+/* ---- reciprocal (ops.yaml:522) */
 
 /* reciprocal(Tensor self) -> Tensor
  * 1 / self elementwise; integer inputs give a floating result.
@@ -1241,7 +1251,7 @@ YT_API yt_status yt_reciprocal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_reciprocal_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- rsqrt (ops.yaml:518) */
+/* ---- rsqrt (ops.yaml:531) */
 
 /* rsqrt(Tensor self) -> Tensor
  * 1 / sqrt(self) elementwise.
@@ -1263,7 +1273,7 @@ YT_API yt_status yt_rsqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_rsqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- expm1 (ops.yaml:527) */
+/* ---- expm1 (ops.yaml:540) */
 
 /* expm1(Tensor self) -> Tensor
  * exp(self) - 1, accurate near zero.
@@ -1285,7 +1295,7 @@ YT_API yt_status yt_expm1_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_expm1_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log1p (ops.yaml:535) */
+/* ---- log1p (ops.yaml:548) */
 
 /* log1p(Tensor self) -> Tensor
  * log(1 + self), accurate near zero.
@@ -1307,7 +1317,7 @@ YT_API yt_status yt_log1p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log1p_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log2 (ops.yaml:544) */
+/* ---- log2 (ops.yaml:557) */
 
 /* log2(Tensor self) -> Tensor
  * Base-2 logarithm of each element.
@@ -1329,7 +1339,7 @@ YT_API yt_status yt_log2_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log2_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sin (ops.yaml:553) */
+/* ---- sin (ops.yaml:566) */
 
 /* sin(Tensor self) -> Tensor
  * Sine of each element (radians).
@@ -1351,7 +1361,7 @@ YT_API yt_status yt_sin_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sin_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- cos (ops.yaml:561) */
+/* ---- cos (ops.yaml:574) */
 
 /* cos(Tensor self) -> Tensor
  * Cosine of each element (radians).
@@ -1373,7 +1383,7 @@ YT_API yt_status yt_cos_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cos_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- erf (ops.yaml:569) */
+/* ---- erf (ops.yaml:582) */
 
 /* erf(Tensor self) -> Tensor
  * The error function of each element.
@@ -1395,7 +1405,7 @@ YT_API yt_status yt_erf_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_erf_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- floor (ops.yaml:577) */
+/* ---- floor (ops.yaml:590) */
 
 /* floor(Tensor self) -> Tensor
  * The largest integer not above each element (integers are unchanged).
@@ -1417,7 +1427,7 @@ YT_API yt_status yt_floor_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_floor_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- ceil (ops.yaml:584) */
+/* ---- ceil (ops.yaml:597) */
 
 /* ceil(Tensor self) -> Tensor
  * The smallest integer not below each element (integers are unchanged).
@@ -1439,7 +1449,7 @@ YT_API yt_status yt_ceil_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ceil_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- round (ops.yaml:591) */
+/* ---- round (ops.yaml:604) */
 
 /* round(Tensor self) -> Tensor
  * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
@@ -1461,7 +1471,7 @@ YT_API yt_status yt_round_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_round_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- trunc (ops.yaml:598) */
+/* ---- trunc (ops.yaml:611) */
 
 /* trunc(Tensor self) -> Tensor
  * Each element rounded toward zero.
@@ -1483,7 +1493,7 @@ YT_API yt_status yt_trunc_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_trunc_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- leaky_relu (ops.yaml:605) */
+/* ---- leaky_relu (ops.yaml:618) */
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
  * self where positive, else self * negative_slope; NaN stays NaN.
@@ -1528,7 +1538,7 @@ YT_API yt_status yt_leaky_relu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope);
 
-/* ---- leaky_relu_backward (ops.yaml:613) */
+/* ---- leaky_relu_backward (ops.yaml:626) */
 
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
  * Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.
@@ -1537,7 +1547,7 @@ YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar
 YT_API yt_tensor *yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self,
                                          yt_scalar negative_slope);
 
-/* ---- elu (ops.yaml:624) */
+/* ---- elu (ops.yaml:637) */
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
  * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
@@ -1585,7 +1595,7 @@ YT_API yt_status yt_elu_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
                                yt_scalar input_scale);
 
-/* ---- elu_backward (ops.yaml:632) */
+/* ---- elu_backward (ops.yaml:645) */
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
  * Gradient of elu with respect to its input `self`.
@@ -1594,7 +1604,7 @@ YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha,
 YT_API yt_tensor *yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
                                   yt_scalar input_scale, yt_tensor *self);
 
-/* ---- silu (ops.yaml:643) */
+/* ---- silu (ops.yaml:656) */
 
 /* silu(Tensor self) -> Tensor
  * self * sigmoid(self) elementwise (swish).
@@ -1616,7 +1626,7 @@ YT_API yt_status yt_silu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- isnan (ops.yaml:650) */
+/* ---- isnan (ops.yaml:663) */
 
 /* isnan(Tensor self) -> Tensor
  * True where an element is NaN.
@@ -1624,7 +1634,7 @@ YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isnan(yt_tensor *self);
 
-/* ---- isfinite (ops.yaml:659) */
+/* ---- isfinite (ops.yaml:672) */
 
 /* isfinite(Tensor self) -> Tensor
  * True where an element is neither infinite nor NaN (always true for integers and bool).
@@ -1632,7 +1642,7 @@ YT_API yt_tensor *yt_isnan(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isfinite(yt_tensor *self);
 
-/* ---- gelu (ops.yaml:668) */
+/* ---- gelu (ops.yaml:681) */
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
  * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
@@ -1689,7 +1699,7 @@ YT_API yt_status yt_gelu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate);
 
-/* ---- gelu_backward (ops.yaml:682) */
+/* ---- gelu_backward (ops.yaml:695) */
 
 /* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
  * Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.
@@ -1705,7 +1715,7 @@ YT_API yt_tensor *yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self);
 YT_API yt_tensor *yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self,
                                       const char *approximate);
 
-/* ---- gelu_double_backward (ops.yaml:698) */
+/* ---- gelu_double_backward (ops.yaml:711) */
 
 /* gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor
  * Gradient of gelu_backward with respect to self: grad_grad * grad_output * gelu''(self), in
@@ -1715,7 +1725,7 @@ YT_API yt_tensor *yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self,
 YT_API yt_tensor *yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output,
                                           yt_tensor *self, const char *approximate);
 
-/* ---- nan_to_num (ops.yaml:706) */
+/* ---- nan_to_num (ops.yaml:719) */
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
  * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
@@ -1769,7 +1779,7 @@ YT_API yt_status yt_nan_to_num_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan,
                                       const double *posinf, const double *neginf);
 
-/* ---- eq.Tensor (ops.yaml:721) */
+/* ---- eq.Tensor (ops.yaml:734) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -1784,7 +1794,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:731) */
+/* ---- eq.Scalar (ops.yaml:744) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -1799,7 +1809,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:740) */
+/* ---- lt.Tensor (ops.yaml:753) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -1814,7 +1824,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:750) */
+/* ---- lt.Scalar (ops.yaml:763) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -1829,7 +1839,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:759) */
+/* ---- gt.Tensor (ops.yaml:772) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -1844,7 +1854,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:769) */
+/* ---- gt.Scalar (ops.yaml:782) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -1859,7 +1869,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:778) */
+/* ---- where (ops.yaml:791) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -1875,7 +1885,7 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
 YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
                               yt_tensor *other);
 
-/* ---- ne.Tensor (ops.yaml:791) */
+/* ---- ne.Tensor (ops.yaml:804) */
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self != other` as a bool tensor.
@@ -1890,7 +1900,7 @@ YT_API yt_tensor *yt_ne(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ne.Scalar (ops.yaml:801) */
+/* ---- ne.Scalar (ops.yaml:814) */
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self != other` against a number, as a bool tensor.
@@ -1905,7 +1915,7 @@ YT_API yt_tensor *yt_ne_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- le.Tensor (ops.yaml:810) */
+/* ---- le.Tensor (ops.yaml:823) */
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self <= other` as a bool tensor.
@@ -1920,7 +1930,7 @@ YT_API yt_tensor *yt_le(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- le.Scalar (ops.yaml:820) */
+/* ---- le.Scalar (ops.yaml:833) */
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self <= other` against a number, as a bool tensor.
@@ -1935,7 +1945,7 @@ YT_API yt_tensor *yt_le_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- ge.Tensor (ops.yaml:829) */
+/* ---- ge.Tensor (ops.yaml:842) */
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self >= other` as a bool tensor.
@@ -1950,7 +1960,7 @@ YT_API yt_tensor *yt_ge(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ge.Scalar (ops.yaml:839) */
+/* ---- ge.Scalar (ops.yaml:852) */
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self >= other` against a number, as a bool tensor.
@@ -1965,7 +1975,7 @@ YT_API yt_tensor *yt_ge_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- logical_and (ops.yaml:848) */
+/* ---- logical_and (ops.yaml:861) */
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
  * True where both are nonzero, with broadcasting.
@@ -1980,7 +1990,7 @@ YT_API yt_tensor *yt_logical_and(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_or (ops.yaml:858) */
+/* ---- logical_or (ops.yaml:871) */
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
  * True where either is nonzero, with broadcasting.
@@ -1995,7 +2005,7 @@ YT_API yt_tensor *yt_logical_or(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_xor (ops.yaml:868) */
+/* ---- logical_xor (ops.yaml:881) */
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
  * True where exactly one is nonzero, with broadcasting.
@@ -2010,7 +2020,7 @@ YT_API yt_tensor *yt_logical_xor(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_not (ops.yaml:878) */
+/* ---- logical_not (ops.yaml:891) */
 
 /* logical_not(Tensor self) -> Tensor
  * True where an element is zero.
@@ -2025,7 +2035,7 @@ YT_API yt_tensor *yt_logical_not(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_not_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- masked_fill.Scalar (ops.yaml:887) */
+/* ---- masked_fill.Scalar (ops.yaml:900) */
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
  * A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype
@@ -2042,7 +2052,7 @@ YT_API yt_tensor *yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar val
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value);
 
-/* ---- masked_fill.Tensor (ops.yaml:900) */
+/* ---- masked_fill.Tensor (ops.yaml:913) */
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
  * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
@@ -2057,7 +2067,7 @@ YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_ten
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
 
-/* ---- sum (ops.yaml:918) */
+/* ---- sum (ops.yaml:931) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -2072,7 +2082,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:932) */
+/* ---- sum.dim (ops.yaml:945) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -2104,7 +2114,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:947) */
+/* ---- mean (ops.yaml:960) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor).
@@ -2119,7 +2129,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:960) */
+/* ---- mean.dim (ops.yaml:973) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -2151,7 +2161,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:973) */
+/* ---- amax (ops.yaml:986) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -2186,7 +2196,7 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- amin (ops.yaml:986) */
+/* ---- amin (ops.yaml:999) */
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -2221,7 +2231,7 @@ YT_API yt_status yt_amin_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- max (ops.yaml:1001) */
+/* ---- max (ops.yaml:1014) */
 
 /* max(Tensor self) -> Tensor
  * Largest element of `self`; NaN wins. An empty tensor is an error.
@@ -2229,7 +2239,7 @@ YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max(yt_tensor *self);
 
-/* ---- min (ops.yaml:1013) */
+/* ---- min (ops.yaml:1026) */
 
 /* min(Tensor self) -> Tensor
  * Smallest element of `self`; NaN wins. An empty tensor is an error.
@@ -2237,7 +2247,7 @@ YT_API yt_tensor *yt_max(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_min(yt_tensor *self);
 
-/* ---- max.dim (ops.yaml:1025) */
+/* ---- max.dim (ops.yaml:1038) */
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
  * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
@@ -2276,7 +2286,7 @@ YT_API yt_status yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor
 YT_API yt_status yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t dim, bool keepdim);
 
-/* ---- min.dim (ops.yaml:1041) */
+/* ---- min.dim (ops.yaml:1054) */
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
  * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
@@ -2315,7 +2325,7 @@ YT_API yt_status yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor
 YT_API yt_status yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t dim, bool keepdim);
 
-/* ---- argmax (ops.yaml:1056) */
+/* ---- argmax (ops.yaml:1069) */
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
@@ -2349,7 +2359,7 @@ YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- argmin (ops.yaml:1071) */
+/* ---- argmin (ops.yaml:1084) */
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
@@ -2383,7 +2393,7 @@ YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- prod (ops.yaml:1085) */
+/* ---- prod (ops.yaml:1098) */
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
@@ -2400,7 +2410,7 @@ YT_API yt_tensor *yt_prod(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- prod.dim_int (ops.yaml:1099) */
+/* ---- prod.dim_int (ops.yaml:1112) */
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
@@ -2431,7 +2441,7 @@ YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
                                         yt_dtype dtype);
 
-/* ---- all (ops.yaml:1114) */
+/* ---- all (ops.yaml:1127) */
 
 /* all(Tensor self) -> Tensor
  * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
@@ -2440,7 +2450,7 @@ YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_all(yt_tensor *self);
 
-/* ---- all.dim (ops.yaml:1126) */
+/* ---- all.dim (ops.yaml:1139) */
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
@@ -2470,7 +2480,7 @@ YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- any (ops.yaml:1140) */
+/* ---- any (ops.yaml:1153) */
 
 /* any(Tensor self) -> Tensor
  * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
@@ -2479,7 +2489,7 @@ YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_any(yt_tensor *self);
 
-/* ---- any.dim (ops.yaml:1152) */
+/* ---- any.dim (ops.yaml:1165) */
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
@@ -2509,7 +2519,7 @@ YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- cumsum (ops.yaml:1166) */
+/* ---- cumsum (ops.yaml:1179) */
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
  * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
@@ -2539,7 +2549,7 @@ YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- logsumexp (ops.yaml:1181) */
+/* ---- logsumexp (ops.yaml:1194) */
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
  * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
@@ -2556,7 +2566,7 @@ YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var.correction (ops.yaml:1195) */
+/* ---- var.correction (ops.yaml:1208) */
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
@@ -2574,7 +2584,7 @@ YT_API yt_tensor *yt_var(yt_tensor *self);
 YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- std.correction (ops.yaml:1210) */
+/* ---- std.correction (ops.yaml:1223) */
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Standard deviation over `dim` (all when empty), the square root of var.correction.
@@ -2590,7 +2600,7 @@ YT_API yt_tensor *yt_std(yt_tensor *self);
 YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- linalg_vector_norm (ops.yaml:1224) */
+/* ---- linalg_vector_norm (ops.yaml:1237) */
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
@@ -2608,7 +2618,7 @@ YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
 YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
                                            int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- evenly_distribute_backward (ops.yaml:1243) */
+/* ---- evenly_distribute_backward (ops.yaml:1256) */
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
  * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
@@ -2616,7 +2626,7 @@ YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
 
-/* ---- prod_backward (ops.yaml:1250) */
+/* ---- prod_backward (ops.yaml:1263) */
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
  * Gradient of the full prod: the product of the other elements, exact when some are zero.
@@ -2624,7 +2634,7 @@ YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
 
-/* ---- prod_dim_backward (ops.yaml:1257) */
+/* ---- prod_dim_backward (ops.yaml:1270) */
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
  * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
@@ -2634,7 +2644,7 @@ YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
 YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                        int64_t dim, bool keepdim);
 
-/* ---- cumsum_backward (ops.yaml:1264) */
+/* ---- cumsum_backward (ops.yaml:1277) */
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
  * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
@@ -2642,7 +2652,7 @@ YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tens
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
 
-/* ---- norm_backward (ops.yaml:1271) */
+/* ---- norm_backward (ops.yaml:1284) */
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
@@ -2652,7 +2662,7 @@ YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar o
                                    yt_tensor *output, const int64_t *dim, int dim_len,
                                    bool keepdim);
 
-/* ---- value_selecting_reduction_backward (ops.yaml:1278) */
+/* ---- value_selecting_reduction_backward (ops.yaml:1291) */
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
  * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
@@ -2662,7 +2672,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
                                                         yt_tensor *indices, const int64_t *sizes,
                                                         int sizes_len, bool keepdim);
 
-/* ---- logsumexp_backward (ops.yaml:1285) */
+/* ---- logsumexp_backward (ops.yaml:1298) */
 
 /* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced
@@ -2672,7 +2682,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
 YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                         const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var_backward (ops.yaml:1292) */
+/* ---- var_backward (ops.yaml:1305) */
 
 /* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
  * Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.
@@ -2681,7 +2691,7 @@ YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_ten
 YT_API yt_tensor *yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
                                   int64_t correction, bool keepdim);
 
-/* ---- std_backward (ops.yaml:1299) */
+/* ---- std_backward (ops.yaml:1312) */
 
 /* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
  * Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as
@@ -2692,7 +2702,7 @@ YT_API yt_tensor *yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *o
                                   const int64_t *dim, int dim_len, int64_t correction,
                                   bool keepdim);
 
-/* ---- mm (ops.yaml:1308) */
+/* ---- mm (ops.yaml:1321) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -2709,7 +2719,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:1329) */
+/* ---- matmul (ops.yaml:1342) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -2718,7 +2728,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:1354) */
+/* ---- bmm (ops.yaml:1367) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -2735,7 +2745,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:1377) */
+/* ---- addmm (ops.yaml:1390) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -2771,7 +2781,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:1405) */
+/* ---- baddbmm (ops.yaml:1418) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -2808,7 +2818,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:1437) */
+/* ---- dot (ops.yaml:1450) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -2816,7 +2826,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:1456) */
+/* ---- outer (ops.yaml:1469) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -2824,7 +2834,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- linear (ops.yaml:1473) */
+/* ---- linear (ops.yaml:1486) */
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
  * `input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the
@@ -2841,7 +2851,7 @@ YT_API yt_tensor *yt_linear(yt_tensor *input, yt_tensor *weight);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias);
 
-/* ---- mm_mat1_backward (ops.yaml:1499) */
+/* ---- mm_mat1_backward (ops.yaml:1512) */
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat1`: `alpha * grad @ mat2^T`, column-major when `mat1` is (as
@@ -2859,7 +2869,7 @@ YT_API yt_tensor *yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tenso
 YT_API yt_tensor *yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1,
                                          yt_scalar alpha);
 
-/* ---- mm_mat2_backward (ops.yaml:1520) */
+/* ---- mm_mat2_backward (ops.yaml:1533) */
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat2`: `alpha * mat1^T @ grad`, column-major when `mat2` is
@@ -2879,7 +2889,7 @@ YT_API yt_tensor *yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tenso
 YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2,
                                          yt_scalar alpha);
 
-/* ---- t (ops.yaml:1543) */
+/* ---- t (ops.yaml:1556) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -2887,7 +2897,7 @@ YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_te
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:1556) */
+/* ---- transpose (ops.yaml:1569) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -2895,7 +2905,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1567) */
+/* ---- permute (ops.yaml:1580) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -2904,7 +2914,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1580) */
+/* ---- view (ops.yaml:1593) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -2913,7 +2923,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1590) */
+/* ---- reshape (ops.yaml:1603) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -2921,7 +2931,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1600) */
+/* ---- expand (ops.yaml:1613) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2929,7 +2939,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1610) */
+/* ---- squeeze (ops.yaml:1623) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2937,7 +2947,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1619) */
+/* ---- squeeze.dim (ops.yaml:1632) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2945,7 +2955,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1630) */
+/* ---- unsqueeze (ops.yaml:1643) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2953,7 +2963,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1641) */
+/* ---- slice (ops.yaml:1654) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2971,7 +2981,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1655) */
+/* ---- select (ops.yaml:1668) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -2979,7 +2989,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1666) */
+/* ---- contiguous (ops.yaml:1679) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -2987,7 +2997,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- flatten.using_ints (ops.yaml:1675) */
+/* ---- flatten.using_ints (ops.yaml:1688) */
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
  * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
@@ -3004,7 +3014,7 @@ YT_API yt_tensor *yt_flatten(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim);
 
-/* ---- unflatten.int (ops.yaml:1692) */
+/* ---- unflatten.int (ops.yaml:1705) */
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
  * A view splitting dimension `dim` into `sizes` (one entry may be -1).
@@ -3012,7 +3022,7 @@ YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len);
 
-/* ---- broadcast_to (ops.yaml:1710) */
+/* ---- broadcast_to (ops.yaml:1723) */
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
  * A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).
@@ -3020,7 +3030,7 @@ YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- narrow (ops.yaml:1722) */
+/* ---- narrow (ops.yaml:1735) */
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
  * A view of `length` elements from `start` (negative counts from the end) along `dim`.
@@ -3028,7 +3038,7 @@ YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length);
 
-/* ---- repeat (ops.yaml:1740) */
+/* ---- repeat (ops.yaml:1753) */
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
  * A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add
@@ -3037,7 +3047,7 @@ YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len);
 
-/* ---- flip (ops.yaml:1757) */
+/* ---- flip (ops.yaml:1770) */
 
 /* flip(Tensor self, int[] dims) -> Tensor
  * A copy of `self` with the order of elements reversed along each dimension in `dims`.
@@ -3045,7 +3055,7 @@ YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flip(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- roll (ops.yaml:1771) */
+/* ---- roll (ops.yaml:1784) */
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
  * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
@@ -3063,7 +3073,7 @@ YT_API yt_tensor *yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len
 YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len,
                              const int64_t *dims, int dims_len);
 
-/* ---- roll_backward (ops.yaml:1788) */
+/* ---- roll_backward (ops.yaml:1801) */
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
  * Gradient of roll: `grad` rolled back by -shifts.
@@ -3072,7 +3082,7 @@ YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_
 YT_API yt_tensor *yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len,
                                    const int64_t *dims, int dims_len);
 
-/* ---- tril (ops.yaml:1796) */
+/* ---- tril (ops.yaml:1809) */
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
@@ -3087,7 +3097,7 @@ YT_API yt_tensor *yt_tril(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_tril_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- triu (ops.yaml:1812) */
+/* ---- triu (ops.yaml:1825) */
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
@@ -3102,7 +3112,7 @@ YT_API yt_tensor *yt_triu(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- pad (ops.yaml:1828) */
+/* ---- pad (ops.yaml:1841) */
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
  * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
@@ -3120,7 +3130,7 @@ YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
 YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
                             const double *value);
 
-/* ---- cat (ops.yaml:1847) */
+/* ---- cat (ops.yaml:1860) */
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
  * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
@@ -3155,7 +3165,7 @@ YT_API yt_status yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tenso
 YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len,
                                int64_t dim);
 
-/* ---- cat_backward (ops.yaml:1862) */
+/* ---- cat_backward (ops.yaml:1875) */
 
 /* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
  * Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped
@@ -3167,7 +3177,7 @@ YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int te
 YT_API int64_t yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
                                int tensors_len, yt_tensor **out, int64_t out_capacity);
 
-/* ---- stack (ops.yaml:1870) */
+/* ---- stack (ops.yaml:1883) */
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
  * Joins equally shaped `tensors` along a new dimension `dim`.
@@ -3182,7 +3192,7 @@ YT_API yt_tensor *yt_stack(yt_tensor *const *tensors, int tensors_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
 
-/* ---- split.Tensor (ops.yaml:1883) */
+/* ---- split.Tensor (ops.yaml:1896) */
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
  * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
@@ -3204,7 +3214,7 @@ YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, in
 YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- split_with_sizes (ops.yaml:1896) */
+/* ---- split_with_sizes (ops.yaml:1909) */
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
  * Views of `self` along `dim` with the given sizes, which must add up to self.size(dim); returns
@@ -3228,7 +3238,7 @@ YT_API int64_t yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_size
                                       int split_sizes_len, int64_t dim, yt_tensor **out,
                                       int64_t out_capacity);
 
-/* ---- chunk (ops.yaml:1909) */
+/* ---- chunk (ops.yaml:1922) */
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
  * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
@@ -3248,7 +3258,7 @@ YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_
 YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- unbind.int (ops.yaml:1922) */
+/* ---- unbind.int (ops.yaml:1935) */
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
  * The views self.select(dim, i) for every i, one dimension fewer each.
@@ -3267,7 +3277,7 @@ YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
  * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
 YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
 
-/* ---- index_select (ops.yaml:1938) */
+/* ---- index_select (ops.yaml:1951) */
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
  * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
@@ -3285,7 +3295,7 @@ YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index
 YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                      yt_tensor *index);
 
-/* ---- index_select_backward (ops.yaml:1954) */
+/* ---- index_select_backward (ops.yaml:1967) */
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
@@ -3295,7 +3305,7 @@ YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
                                            int self_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- index_add (ops.yaml:1962) */
+/* ---- index_add (ops.yaml:1975) */
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
  * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
@@ -3332,7 +3342,7 @@ YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                      yt_tensor *source, yt_scalar alpha);
 
-/* ---- index_copy (ops.yaml:1977) */
+/* ---- index_copy (ops.yaml:1990) */
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
  * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
@@ -3350,7 +3360,7 @@ YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, 
 YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                    yt_tensor *source);
 
-/* ---- gather (ops.yaml:1990) */
+/* ---- gather (ops.yaml:2003) */
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
  * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
@@ -3385,7 +3395,7 @@ YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_
 YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                   bool sparse_grad);
 
-/* ---- gather_backward (ops.yaml:2005) */
+/* ---- gather_backward (ops.yaml:2018) */
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
@@ -3394,7 +3404,7 @@ YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                                      int64_t dim, yt_tensor *index);
 
-/* ---- scatter.src (ops.yaml:2013) */
+/* ---- scatter.src (ops.yaml:2026) */
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
@@ -3412,7 +3422,7 @@ YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_
 YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                 yt_tensor *src);
 
-/* ---- scatter_src_backward (ops.yaml:2027) */
+/* ---- scatter_src_backward (ops.yaml:2040) */
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
  * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
@@ -3422,7 +3432,7 @@ YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt
 YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
                                           int src_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- scatter.value (ops.yaml:2035) */
+/* ---- scatter.value (ops.yaml:2048) */
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
  * A copy of `self` with `value` written at the positions `index` names along `dim`.
@@ -3438,7 +3448,7 @@ YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *inde
 YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                       yt_tensor *index, yt_scalar value);
 
-/* ---- scatter_add (ops.yaml:2047) */
+/* ---- scatter_add (ops.yaml:2060) */
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
@@ -3456,7 +3466,7 @@ YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index,
 YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                     yt_tensor *src);
 
-/* ---- embedding (ops.yaml:2062) */
+/* ---- embedding (ops.yaml:2075) */
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
  * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
@@ -3476,7 +3486,7 @@ YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
 YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
                                   bool scale_grad_by_freq, bool sparse);
 
-/* ---- embedding_dense_backward (ops.yaml:2081) */
+/* ---- embedding_dense_backward (ops.yaml:2094) */
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
@@ -3487,7 +3497,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:2093) */
+/* ---- embedding_weight_backward (ops.yaml:2106) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -3497,7 +3507,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:2101) */
+/* ---- embedding_dense_double_backward (ops.yaml:2114) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -3507,7 +3517,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:2109) */
+/* ---- one_hot (ops.yaml:2122) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -3524,7 +3534,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:2121) */
+/* ---- nonzero (ops.yaml:2134) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -3532,7 +3542,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:2133) */
+/* ---- masked_select (ops.yaml:2146) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -3540,7 +3550,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:2147) */
+/* ---- argsort (ops.yaml:2160) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -3557,7 +3567,7 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- argsort.stable (ops.yaml:2163) */
+/* ---- argsort.stable (ops.yaml:2176) */
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
  * argsort with PyTorch's `stable` argument (yaten's sort is always stable, so stable=False gives
@@ -3574,7 +3584,7 @@ YT_API yt_tensor *yt_argsort_stable(yt_tensor *self, bool stable);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending);
 
-/* ---- index.Tensor (ops.yaml:2176) */
+/* ---- index.Tensor (ops.yaml:2189) */
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
  * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
@@ -3584,7 +3594,7 @@ YT_API yt_tensor *yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
 
-/* ---- index_put (ops.yaml:2190) */
+/* ---- index_put (ops.yaml:2203) */
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
  * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
@@ -3603,7 +3613,7 @@ YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int i
 YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
                                   yt_tensor *values, bool accumulate);
 
-/* ---- sort (ops.yaml:2204) */
+/* ---- sort (ops.yaml:2217) */
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
@@ -3623,7 +3633,7 @@ YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indice
 YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
                             yt_tensor **indices);
 
-/* ---- sort.stable (ops.yaml:2220) */
+/* ---- sort.stable (ops.yaml:2233) */
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
@@ -3644,7 +3654,7 @@ YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor *
 YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
                                    bool descending, yt_tensor **values, yt_tensor **indices);
 
-/* ---- topk (ops.yaml:2232) */
+/* ---- topk (ops.yaml:2245) */
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
  * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
@@ -3664,7 +3674,7 @@ YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tens
 YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                             yt_tensor **values, yt_tensor **indices);
 
-/* ---- avg_pool2d (ops.yaml:2252) */
+/* ---- avg_pool2d (ops.yaml:2265) */
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
  * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
@@ -3686,7 +3696,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, bool ceil_mode, bool count_include_pad,
                                    int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d (ops.yaml:2271) */
+/* ---- adaptive_avg_pool2d (ops.yaml:2284) */
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
  * 2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) ..
@@ -3696,7 +3706,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
 YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
                                          int output_size_len);
 
-/* ---- avg_pool2d_backward (ops.yaml:2290) */
+/* ---- avg_pool2d_backward (ops.yaml:2303) */
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
  * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
@@ -3708,7 +3718,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
                                          const int64_t *padding, int padding_len, bool ceil_mode,
                                          bool count_include_pad, int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d_backward (ops.yaml:2303) */
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:2316) */
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
  * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
@@ -3718,7 +3728,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
 YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
                                                   const int64_t *output_size, int output_size_len);
 
-/* ---- max_pool2d_with_indices_backward (ops.yaml:2315) */
+/* ---- max_pool2d_with_indices_backward (ops.yaml:2328) */
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
  * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
@@ -3730,7 +3740,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
     const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
     const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
 
-/* ---- max_pool2d_index_gather (ops.yaml:2325) */
+/* ---- max_pool2d_index_gather (ops.yaml:2338) */
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
  * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
@@ -3739,7 +3749,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
 
-/* ---- max_pool2d_index_scatter (ops.yaml:2334) */
+/* ---- max_pool2d_index_scatter (ops.yaml:2347) */
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
  * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
@@ -3749,7 +3759,7 @@ YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices
 YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
                                               int self_size_len, yt_tensor *indices);
 
-/* ---- conv2d (ops.yaml:2343) */
+/* ---- conv2d (ops.yaml:2356) */
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
  * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
@@ -3771,7 +3781,7 @@ YT_API yt_tensor *yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv2d.padding (ops.yaml:2367) */
+/* ---- conv2d.padding (ops.yaml:2380) */
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
  * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
@@ -3790,7 +3800,7 @@ YT_API yt_tensor *yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv1d (ops.yaml:2386) */
+/* ---- conv1d (ops.yaml:2399) */
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
  * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
@@ -3810,7 +3820,7 @@ YT_API yt_tensor *yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv1d.padding (ops.yaml:2406) */
+/* ---- conv1d.padding (ops.yaml:2419) */
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
  * conv1d with padding "valid" or "same" (see conv2d.padding).
@@ -3827,7 +3837,7 @@ YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv_transpose2d.input (ops.yaml:2423) */
+/* ---- conv_transpose2d.input (ops.yaml:2436) */
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
  * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
@@ -3850,7 +3860,7 @@ YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt
                                          const int64_t *output_padding, int output_padding_len,
                                          int64_t groups, const int64_t *dilation, int dilation_len);
 
-/* ---- conv2d_backward_input (ops.yaml:2445) */
+/* ---- conv2d_backward_input (ops.yaml:2458) */
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
@@ -3864,7 +3874,7 @@ YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *we
                                            const int64_t *dilation, int dilation_len,
                                            int64_t groups);
 
-/* ---- conv2d_backward_weight (ops.yaml:2458) */
+/* ---- conv2d_backward_weight (ops.yaml:2471) */
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
@@ -3877,7 +3887,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
                                             const int64_t *dilation, int dilation_len,
                                             int64_t groups);
 
-/* ---- conv2d_backward_bias (ops.yaml:2471) */
+/* ---- conv2d_backward_bias (ops.yaml:2484) */
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
  * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
@@ -3886,7 +3896,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
 
-/* ---- max_pool2d_with_indices (ops.yaml:2485) */
+/* ---- max_pool2d_with_indices (ops.yaml:2498) */
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
  * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
@@ -3914,7 +3924,7 @@ YT_API yt_status yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *k
                                                int dilation_len, bool ceil_mode, yt_tensor **values,
                                                yt_tensor **indices);
 
-/* ---- max_pool2d (ops.yaml:2505) */
+/* ---- max_pool2d (ops.yaml:2518) */
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
  * 2-D max pooling (max_pool2d_with_indices without the indices).
@@ -3932,7 +3942,7 @@ YT_API yt_tensor *yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, const int64_t *dilation, int dilation_len,
                                    bool ceil_mode);
 
-/* ---- layer_norm (ops.yaml:2525) */
+/* ---- layer_norm (ops.yaml:2538) */
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
  * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
@@ -3952,7 +3962,7 @@ YT_API yt_tensor *yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_s
                                    int normalized_shape_len, yt_tensor *weight, yt_tensor *bias,
                                    double eps, bool cudnn_enable);
 
-/* ---- group_norm (ops.yaml:2548) */
+/* ---- group_norm (ops.yaml:2561) */
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
  * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
@@ -3972,7 +3982,7 @@ YT_API yt_tensor *yt_group_norm(yt_tensor *input, int64_t num_groups);
 YT_API yt_tensor *yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight,
                                    yt_tensor *bias, double eps, bool cudnn_enabled);
 
-/* ---- rms_norm (ops.yaml:2578) */
+/* ---- rms_norm (ops.yaml:2591) */
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
  * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
@@ -3991,7 +4001,7 @@ YT_API yt_tensor *yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
 YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
                                  int normalized_shape_len, yt_tensor *weight, const double *eps);
 
-/* ---- batch_norm (ops.yaml:2599) */
+/* ---- batch_norm (ops.yaml:2612) */
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
  * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
@@ -4004,7 +4014,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
                                 yt_tensor *running_mean, yt_tensor *running_var, bool training,
                                 double momentum, double eps, bool cudnn_enabled);
 
-/* ---- row_norm (ops.yaml:2638) */
+/* ---- row_norm (ops.yaml:2651) */
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
  * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
@@ -4015,7 +4025,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
 YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
                               double eps);
 
-/* ---- batch_norm_training (ops.yaml:2665) */
+/* ---- batch_norm_training (ops.yaml:2678) */
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
  * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
@@ -4028,7 +4038,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
                                          yt_tensor *running_mean, yt_tensor *running_var,
                                          double momentum, double eps);
 
-/* ---- row_norm_backward_input (ops.yaml:2698) */
+/* ---- row_norm_backward_input (ops.yaml:2711) */
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
@@ -4037,7 +4047,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
 YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
 
-/* ---- row_norm_backward_weight (ops.yaml:2709) */
+/* ---- row_norm_backward_weight (ops.yaml:2722) */
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
@@ -4047,7 +4057,7 @@ YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *inp
 YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
                                               double eps);
 
-/* ---- row_norm_backward_bias (ops.yaml:2721) */
+/* ---- row_norm_backward_bias (ops.yaml:2734) */
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
@@ -4055,7 +4065,21 @@ YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *in
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- row_norm_double_backward_input (ops.yaml:2732) */
+/* ---- row_norm_backward (ops.yaml:2745) */
+
+/* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
+ * row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the
+ * statistics recomputed once), for the results whose flag is set (the others are zeros):
+ * row_norm's backward when no graph is recorded.
+ * Stores new references to the results in *d_input, *d_weight, *d_bias (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight,
+                                      bool center, double eps, bool input_grad, bool weight_grad,
+                                      bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
+                                      yt_tensor **d_bias);
+
+/* ---- row_norm_double_backward_input (ops.yaml:2757) */
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4065,7 +4089,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
                                                     yt_tensor *input, yt_tensor *weight,
                                                     bool center, double eps);
 
-/* ---- row_norm_double_backward_grad_out (ops.yaml:2743) */
+/* ---- row_norm_double_backward_grad_out (ops.yaml:2768) */
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4075,7 +4099,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
 YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                        yt_tensor *weight, bool center, double eps);
 
-/* ---- batch_norm_backward_input (ops.yaml:2754) */
+/* ---- batch_norm_backward_input (ops.yaml:2779) */
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
@@ -4085,7 +4109,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tenso
 YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                                yt_tensor *weight, double eps);
 
-/* ---- batch_norm_backward_weight (ops.yaml:2765) */
+/* ---- batch_norm_backward_weight (ops.yaml:2790) */
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
@@ -4094,7 +4118,7 @@ YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
 
-/* ---- batch_norm_backward_bias (ops.yaml:2777) */
+/* ---- batch_norm_backward_bias (ops.yaml:2802) */
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
@@ -4102,7 +4126,21 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_backward_bias_backward (ops.yaml:2788) */
+/* ---- batch_norm_backward (ops.yaml:2813) */
+
+/* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
+ * batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and
+ * `input` (the batch statistics recomputed once), for the results whose flag is set (the others
+ * are zeros): batch_norm_training's backward when no graph is recorded.
+ * Stores new references to the results in *d_input, *d_weight, *d_bias (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight,
+                                        double eps, bool input_grad, bool weight_grad,
+                                        bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
+                                        yt_tensor **d_bias);
+
+/* ---- batch_norm_backward_bias_backward (ops.yaml:2825) */
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
  * Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.
@@ -4111,7 +4149,7 @@ YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 YT_API yt_tensor *yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
                                                        int sizes_len);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:2800) */
+/* ---- batch_norm_double_backward_input (ops.yaml:2837) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4121,7 +4159,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:2811) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:2848) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4131,7 +4169,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- softmax.int (ops.yaml:2825) */
+/* ---- softmax.int (ops.yaml:2862) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -4148,7 +4186,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:2843) */
+/* ---- log_softmax.int (ops.yaml:2880) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -4163,7 +4201,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:2861) */
+/* ---- softmax_backward_data (ops.yaml:2898) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -4171,7 +4209,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:2878) */
+/* ---- log_softmax_backward_data (ops.yaml:2915) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -4180,7 +4218,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:2895) */
+/* ---- softmax_double_backward (ops.yaml:2932) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -4189,7 +4227,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:2903) */
+/* ---- log_softmax_double_backward (ops.yaml:2940) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -4198,7 +4236,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:2911) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2948) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -4208,7 +4246,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:2922) */
+/* ---- dropout (ops.yaml:2959) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -4225,7 +4263,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:2935) */
+/* ---- mse_loss (ops.yaml:2972) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -4240,7 +4278,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:2950) */
+/* ---- l1_loss (ops.yaml:2987) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -4255,7 +4293,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:2965) */
+/* ---- smooth_l1_loss (ops.yaml:3002) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -4273,7 +4311,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:2981) */
+/* ---- huber_loss (ops.yaml:3018) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -4291,7 +4329,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:2996) */
+/* ---- binary_cross_entropy (ops.yaml:3033) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -4309,7 +4347,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:3013) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:3050) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -4330,7 +4368,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:3029) */
+/* ---- nll_loss (ops.yaml:3066) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -4350,7 +4388,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:3052) */
+/* ---- cross_entropy_loss (ops.yaml:3089) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -4373,7 +4411,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:3081) */
+/* ---- cross_entropy_index (ops.yaml:3118) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -4392,7 +4430,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:3099) */
+/* ---- cross_entropy_index_backward (ops.yaml:3136) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -4404,7 +4442,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- scaled_dot_product_attention (ops.yaml:3110) */
+/* ---- scaled_dot_product_attention (ops.yaml:3147) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -4429,7 +4467,35 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- empty (ops.yaml:3141) */
+/* ---- scaled_dot_product_attention_math (ops.yaml:3176) */
+
+/* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
+ * The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @
+ * key^T * scale) over the last dim, `output` = attn @ value, for query [..., L, E], key [..., S,
+ * E] and value [..., S, Ev] with the same leading dims; the (batch, head) pairs run in parallel
+ * and the backward reuses `attn`.
+ * Stores new references to the results in *output, *attn (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key,
+                                                      yt_tensor *value, double scale,
+                                                      yt_tensor **output, yt_tensor **attn);
+
+/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3200) */
+
+/* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
+ * The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the
+ * flag is off) in one pass over the (batch, head) pairs, from the saved `attn`: its backward when
+ * no graph is recorded.
+ * Stores new references to the results in *d_query, *d_key, *d_value (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scaled_dot_product_attention_math_backward(
+    yt_tensor *grad_output, yt_tensor *query, yt_tensor *key, yt_tensor *value, yt_tensor *attn,
+    double scale, bool query_grad, bool key_grad, bool value_grad, yt_tensor **d_query,
+    yt_tensor **d_key, yt_tensor **d_value);
+
+/* ---- empty (ops.yaml:3216) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -4444,7 +4510,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:3155) */
+/* ---- zeros (ops.yaml:3230) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -4459,7 +4525,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:3163) */
+/* ---- ones (ops.yaml:3238) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -4474,7 +4540,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:3171) */
+/* ---- full (ops.yaml:3246) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -4492,7 +4558,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:3183) */
+/* ---- empty_like (ops.yaml:3258) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -4509,7 +4575,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:3196) */
+/* ---- zeros_like (ops.yaml:3271) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -4517,7 +4583,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:3203) */
+/* ---- ones_like (ops.yaml:3278) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -4532,7 +4598,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:3215) */
+/* ---- full_like (ops.yaml:3290) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -4549,7 +4615,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:3226) */
+/* ---- arange (ops.yaml:3301) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -4567,7 +4633,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:3234) */
+/* ---- linspace (ops.yaml:3309) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -4583,7 +4649,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:3246) */
+/* ---- eye (ops.yaml:3321) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -4598,7 +4664,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:3257) */
+/* ---- eye.m (ops.yaml:3332) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -4613,7 +4679,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:3268) */
+/* ---- rand (ops.yaml:3343) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -4629,7 +4695,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:3279) */
+/* ---- randn (ops.yaml:3354) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -4645,7 +4711,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:3290) */
+/* ---- rand_like (ops.yaml:3365) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4662,7 +4728,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:3300) */
+/* ---- randn_like (ops.yaml:3375) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4679,7 +4745,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:3310) */
+/* ---- randint (ops.yaml:3385) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -4695,7 +4761,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:3321) */
+/* ---- randint.low (ops.yaml:3396) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -4711,7 +4777,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:3331) */
+/* ---- randperm (ops.yaml:3406) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -4727,7 +4793,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:3342) */
+/* ---- bernoulli (ops.yaml:3417) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -4744,7 +4810,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:3349) */
+/* ---- bernoulli.p (ops.yaml:3424) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -4778,7 +4844,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:3360) */
+/* ---- normal (ops.yaml:3435) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -4812,7 +4878,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:3372) */
+/* ---- uniform (ops.yaml:3447) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -4846,7 +4912,16 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- sum_to (ops.yaml:3385) */
+/* ---- maybe_multiply (ops.yaml:3460) */
+
+/* maybe_multiply(Tensor self, Scalar other) -> Tensor
+ * `self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta,
+ * which are 1 almost always (PyTorch's maybe_multiply).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
+
+/* ---- sum_to (ops.yaml:3471) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -4854,7 +4929,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:3396) */
+/* ---- sum_backward (ops.yaml:3482) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -4863,7 +4938,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:3403) */
+/* ---- mean_backward (ops.yaml:3489) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -4872,7 +4947,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:3410) */
+/* ---- amax_backward (ops.yaml:3496) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -4881,7 +4956,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:3417) */
+/* ---- permute_backward (ops.yaml:3503) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -4889,7 +4964,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:3424) */
+/* ---- pow_backward (ops.yaml:3510) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -4897,7 +4972,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:3431) */
+/* ---- pow_backward_self (ops.yaml:3517) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -4905,7 +4980,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:3438) */
+/* ---- pow_backward_exponent (ops.yaml:3524) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -4914,7 +4989,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:3445) */
+/* ---- slice_backward (ops.yaml:3531) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -4924,7 +4999,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:3453) */
+/* ---- select_backward (ops.yaml:3539) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.

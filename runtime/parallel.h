@@ -1,0 +1,43 @@
+/* yaten's own thread pool for kernels: a parallel loop that never makes the caller wait for a
+ * thread that has not started.
+ *
+ * A job is a fixed number of chunks (the kernel decides them, so results never depend on which
+ * thread ran what). The calling thread publishes the job and starts claiming chunks at once; the
+ * pool's workers claim the others as they arrive. A worker that is asleep, descheduled by
+ * another process or slow to wake simply finds no chunk left: the caller only ever waits for
+ * chunks a worker has already claimed. So on a shared machine two threads cost at most a chunk's
+ * delay over one, while on a quiet one they split the work.
+ *
+ * After a job a worker spins for a while (YT_SPIN_US microseconds, default 300) before it sleeps
+ * on a futex: the kernels of a training step follow each other within microseconds, and waking a
+ * sleeping thread costs tens of microseconds in a VM. The caller wakes sleepers only for jobs
+ * worth it (see yt__parallel_threads).
+ *
+ * Thread count: yt_get_num_threads() of the calling thread. One caller uses the pool at a time;
+ * a concurrent caller, or a call from inside a chunk, runs its chunks itself. */
+#ifndef YT_RUNTIME_PARALLEL_H
+#define YT_RUNTIME_PARALLEL_H
+
+#include "internal.h"
+
+typedef void (*yt__chunk_fn)(void *ctx, int64_t chunk);
+
+/* Runs fn(ctx, c) for every c in [0, n_chunks) on up to `threads` threads (the caller included),
+ * and returns when all have run: what splitting cost the caller, in nanoseconds (the job's time
+ * beyond running all the chunks itself at its own pace; 0 when it gained or ran alone). `fn` must not fail through the thread-local error state
+ * (record failures in ctx). n_chunks <= 65535. */
+YT_INTERNAL int64_t yt__parallel_run(int64_t n_chunks, int threads, yt__chunk_fn fn, void *ctx);
+
+/* How many threads a job of about `ns` nanoseconds of one thread's work should use: 1 below a
+ * couple of microseconds; `max_threads` when the pool's workers are awake (spinning) or the job
+ * is long enough to pay for waking them; 1 while recent jobs show workers that arrive late
+ * (another process holds the other cores). */
+YT_INTERNAL int yt__parallel_threads(double ns, int max_threads);
+
+/* The calling thread's yt_get_num_threads(), 1 inside a chunk (or an OpenMP region). Kernels
+ * whose results depend on how the work is cut (sums of per-chunk partial results) derive their
+ * chunks from this and the problem's size only, never from yt__parallel_threads, which follows
+ * the machine's load: the same program then gives the same bits whichever threads ran. */
+YT_INTERNAL int yt__max_threads(void);
+
+#endif
