@@ -10,11 +10,11 @@
 
 #include <immintrin.h>
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #include "conv.h"
 #include "kernels.h"
+#include "parallel.h"
 
 /* One output row of a 2x2, stride-2 max pool: y[ox] = the largest of rows r0 = x, r1 = x + w at
  * columns 2 ox, 2 ox + 1 (NaN wins, the first on ties) and idx[ox] its flat position (base +
@@ -130,16 +130,67 @@ dp(const yt_tensor *t)
     return yt__data_ptr(t);
 }
 
-/* Work (window elements touched) below which pooling stays on one thread. */
-#define POOL_PARALLEL_WORK 4000000
+/* One pooling loop over blocks of planes on the kernel pool (planes are independent, so any split
+ * gives the same values). */
+typedef enum { MAX_FWD, GATHER, SCATTER, AVG, ADAPTIVE } pool_loop;
 
-static int
-pool_threads(int64_t planes, int64_t work)
+typedef struct plane_job {
+    pool_loop loop;
+    bool f64, count_include_pad, backward;
+    void *a, *b;  /* max: y, x; gather/scatter: result, src; avg: x, y */
+    int64_t *idx; /* max_pool's indices, or the gather/scatter indices */
+    const yt__pool_geom *g;
+    int64_t hw, ohw, divisor, planes, chunks;
+} plane_job;
+
+static void
+plane_chunk(void *arg, int64_t c)
 {
-    int nt = omp_get_max_threads();
-    if (work < POOL_PARALLEL_WORK || nt < 2 || planes < 2)
-        return 1;
-    return nt < planes ? nt : (int)planes;
+    const plane_job *j = arg;
+    int64_t lo = j->planes * c / j->chunks, hi = j->planes * (c + 1) / j->chunks;
+    switch (j->loop) {
+    case MAX_FWD:
+        if (j->f64)
+            max_pool_forward_f64(j->a, j->idx, j->b, j->g, lo, hi);
+        else
+            max_pool_forward_f32(j->a, j->idx, j->b, j->g, lo, hi);
+        break;
+    case GATHER:
+        if (j->f64)
+            index_gather_f64(j->a, j->b, j->idx, lo, hi, j->hw, j->ohw);
+        else
+            index_gather_f32(j->a, j->b, j->idx, lo, hi, j->hw, j->ohw);
+        break;
+    case SCATTER:
+        if (j->f64)
+            index_scatter_f64(j->a, j->b, j->idx, lo, hi, j->hw, j->ohw);
+        else
+            index_scatter_f32(j->a, j->b, j->idx, lo, hi, j->hw, j->ohw);
+        break;
+    case AVG:
+        if (j->f64)
+            avg_pool_f64(j->a, j->b, j->g, j->count_include_pad, j->divisor, j->backward, lo, hi);
+        else
+            avg_pool_f32(j->a, j->b, j->g, j->count_include_pad, j->divisor, j->backward, lo, hi);
+        break;
+    case ADAPTIVE:
+        if (j->f64)
+            adaptive_avg_pool_f64(j->a, j->b, j->g, j->backward, lo, hi);
+        else
+            adaptive_avg_pool_f32(j->a, j->b, j->g, j->backward, lo, hi);
+        break;
+    }
+}
+
+/* Runs `j` over its planes: `work` is the elements touched, about a third of a nanosecond each. */
+static void
+run_planes(plane_job *j, int64_t work)
+{
+    int threads = j->planes > 1 && work >= YT_PARALLEL_GRAIN
+                      ? yt__parallel_threads((double)work / 3.0, yt__max_threads())
+                      : 1;
+    j->chunks = threads > 1 ? (j->planes < 4 * threads ? j->planes : 4 * threads) : 1;
+    yt__parallel_run(j->chunks, threads, plane_chunk, j);
 }
 
 /* A kernel body run on contiguous compute-dtype operands: `ops` are converted (and released)
@@ -210,11 +261,14 @@ run_max_forward(pool_call *c, yt_tensor *target, yt_tensor *const *ops)
 {
     const yt__pool_geom *g = c->g;
     yt_tensor *idx = c->extra;
-    int nt = pool_threads(g->n * g->c, target->numel * g->kh * g->kw);
-    if (target->dtype == YT_DTYPE_F64)
-        max_pool_forward_f64(dp(target), (int64_t *)dp(idx), dp(ops[0]), g, nt);
-    else
-        max_pool_forward_f32(dp(target), (int64_t *)dp(idx), dp(ops[0]), g, nt);
+    plane_job j = {.loop = MAX_FWD,
+                   .f64 = target->dtype == YT_DTYPE_F64,
+                   .a = dp(target),
+                   .b = dp(ops[0]),
+                   .idx = (int64_t *)dp(idx),
+                   .g = g,
+                   .planes = g->n * g->c};
+    run_planes(&j, target->numel * g->kh * g->kw);
     return YT_OK;
 }
 
@@ -280,16 +334,15 @@ scatter_fill(yt_tensor *target, void *ctx)
     if (src == NULL)
         return yt__last_status();
     const int64_t *ip = (const int64_t *)dp(s->idx);
-    int nt = pool_threads(s->planes, s->planes * (s->hw + s->ohw));
-    bool f64 = target->dtype == YT_DTYPE_F64;
-    if (s->gather && f64)
-        index_gather_f64(dp(target), dp(src), ip, s->planes, s->hw, s->ohw, nt);
-    else if (s->gather)
-        index_gather_f32(dp(target), dp(src), ip, s->planes, s->hw, s->ohw, nt);
-    else if (f64)
-        index_scatter_f64(dp(target), dp(src), ip, s->planes, s->hw, s->ohw, nt);
-    else
-        index_scatter_f32(dp(target), dp(src), ip, s->planes, s->hw, s->ohw, nt);
+    plane_job j = {.loop = s->gather ? GATHER : SCATTER,
+                   .f64 = target->dtype == YT_DTYPE_F64,
+                   .a = dp(target),
+                   .b = dp(src),
+                   .idx = (int64_t *)ip,
+                   .hw = s->hw,
+                   .ohw = s->ohw,
+                   .planes = s->planes};
+    run_planes(&j, s->planes * (s->hw + s->ohw));
     yt_release(src);
     return YT_OK;
 }
@@ -366,11 +419,16 @@ run_avg(pool_call *c, yt_tensor *target, yt_tensor *const *ops)
     void *x = backward ? dp(target) : dp(ops[0]);
     void *y = backward ? dp(ops[0]) : dp(target);
     int64_t planes = g->n * g->c;
-    int nt = pool_threads(planes, planes * g->oh * g->ow * g->kh * g->kw);
-    if (target->dtype == YT_DTYPE_F64)
-        avg_pool_f64(x, y, g, c->count_include_pad, c->divisor, backward, nt);
-    else
-        avg_pool_f32(x, y, g, c->count_include_pad, c->divisor, backward, nt);
+    plane_job j = {.loop = AVG,
+                   .f64 = target->dtype == YT_DTYPE_F64,
+                   .count_include_pad = c->count_include_pad,
+                   .backward = backward,
+                   .a = x,
+                   .b = y,
+                   .g = g,
+                   .divisor = c->divisor,
+                   .planes = planes};
+    run_planes(&j, planes * g->oh * g->ow * g->kh * g->kw);
     return YT_OK;
 }
 
@@ -472,11 +530,14 @@ run_adaptive(pool_call *c, yt_tensor *target, yt_tensor *const *ops)
     void *x = backward ? dp(target) : dp(ops[0]);
     void *y = backward ? dp(ops[0]) : dp(target);
     int64_t planes = g->n * g->c;
-    int nt = pool_threads(planes, planes * (g->h * g->w + g->oh * g->ow));
-    if (target->dtype == YT_DTYPE_F64)
-        adaptive_avg_pool_f64(x, y, g, backward, nt);
-    else
-        adaptive_avg_pool_f32(x, y, g, backward, nt);
+    plane_job j = {.loop = ADAPTIVE,
+                   .f64 = target->dtype == YT_DTYPE_F64,
+                   .backward = backward,
+                   .a = x,
+                   .b = y,
+                   .g = g,
+                   .planes = planes};
+    run_planes(&j, planes * (g->h * g->w + g->oh * g->ow));
     return YT_OK;
 }
 

@@ -1,6 +1,7 @@
 /* Pooling loops for one element type, included by pool2d.c once per type with T (float,
  * double) and SFX (f32, f64). Tensors are contiguous; a plane is one [h, w] image of one
- * channel, and planes are spread over threads when `nt` > 1. */
+ * channel; each loop runs planes [lo, hi), and pool2d.c spreads blocks of planes over the kernel
+ * pool. */
 #define CAT_(a, b) a##_##b
 #define CAT(a, b)  CAT_(a, b)
 #define MAX2X2_ROW CAT(max2x2_row, SFX)
@@ -8,13 +9,13 @@
 /* max_pool2d: each output is the largest input in its window (NaN wins), and its index is the
  * flat position h * w + x of that input within the plane (the first one on ties). */
 static void
-CAT(max_pool_forward, SFX)(T *y, int64_t *idx, const T *x, const yt__pool_geom *g, int nt)
+CAT(max_pool_forward, SFX)(T *y, int64_t *idx, const T *x, const yt__pool_geom *g, int64_t lo,
+                           int64_t hi)
 {
-    int64_t planes = g->n * g->c, hw = g->h * g->w, ohw = g->oh * g->ow;
+    int64_t hw = g->h * g->w, ohw = g->oh * g->ow;
     bool simple2 = g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 &&
                    g->pw == 0 && g->dh == 1 && g->dw == 1 && g->oh * 2 <= g->h && g->ow * 2 <= g->w;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t pl = 0; pl < planes; pl++) {
+    for (int64_t pl = lo; pl < hi; pl++) {
         const T *xp = x + pl * hw;
         T *yp = y + pl * ohw;
         int64_t *ip = idx + pl * ohw;
@@ -56,11 +57,10 @@ CAT(max_pool_forward, SFX)(T *y, int64_t *idx, const T *x, const yt__pool_geom *
 /* result (planes of `hw` elements, zeroed here) += grad at the flat positions `idx`
  * (planes of `ohw`). The indices were range-checked by the caller. */
 static void
-CAT(index_scatter, SFX)(T *result, const T *grad, const int64_t *idx, int64_t planes, int64_t hw,
-                        int64_t ohw, int nt)
+CAT(index_scatter, SFX)(T *result, const T *grad, const int64_t *idx, int64_t lo, int64_t hi,
+                        int64_t hw, int64_t ohw)
 {
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t pl = 0; pl < planes; pl++) {
+    for (int64_t pl = lo; pl < hi; pl++) {
         T *rp = result + pl * hw;
         const T *gp = grad + pl * ohw;
         const int64_t *ip = idx + pl * ohw;
@@ -72,11 +72,10 @@ CAT(index_scatter, SFX)(T *result, const T *grad, const int64_t *idx, int64_t pl
 
 /* result[pl, q] = src[pl, idx[pl, q]] */
 static void
-CAT(index_gather, SFX)(T *result, const T *src, const int64_t *idx, int64_t planes, int64_t hw,
-                       int64_t ohw, int nt)
+CAT(index_gather, SFX)(T *result, const T *src, const int64_t *idx, int64_t lo, int64_t hi,
+                       int64_t hw, int64_t ohw)
 {
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t pl = 0; pl < planes; pl++) {
+    for (int64_t pl = lo; pl < hi; pl++) {
         T *rp = result + pl * ohw;
         const T *sp = src + pl * hw;
         const int64_t *ip = idx + pl * ohw;
@@ -90,11 +89,10 @@ CAT(index_gather, SFX)(T *result, const T *src, const int64_t *idx, int64_t plan
  * input for count_include_pad, to the input otherwise; divisor_override replaces both. */
 static void
 CAT(avg_pool, SFX)(T *x, T *y, const yt__pool_geom *g, bool count_include_pad, int64_t divisor,
-                   bool backward, int nt)
+                   bool backward, int64_t lo, int64_t hi)
 {
-    int64_t planes = g->n * g->c, hw = g->h * g->w, ohw = g->oh * g->ow;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t pl = 0; pl < planes; pl++) {
+    int64_t hw = g->h * g->w, ohw = g->oh * g->ow;
+    for (int64_t pl = lo; pl < hi; pl++) {
         T *xp = x + pl * hw;
         T *yp = y + pl * ohw;
         if (backward)
@@ -146,11 +144,11 @@ CAT(avg_pool, SFX)(T *x, T *y, const yt__pool_geom *g, bool count_include_pad, i
 /* adaptive_avg_pool2d (or its adjoint): output (oy, ox) averages rows
  * [floor(oy h / oh), ceil((oy + 1) h / oh)) and the same for columns. */
 static void
-CAT(adaptive_avg_pool, SFX)(T *x, T *y, const yt__pool_geom *g, bool backward, int nt)
+CAT(adaptive_avg_pool, SFX)(T *x, T *y, const yt__pool_geom *g, bool backward, int64_t lo,
+                            int64_t hi)
 {
-    int64_t planes = g->n * g->c, hw = g->h * g->w, ohw = g->oh * g->ow;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t pl = 0; pl < planes; pl++) {
+    int64_t hw = g->h * g->w, ohw = g->oh * g->ow;
+    for (int64_t pl = lo; pl < hi; pl++) {
         T *xp = x + pl * hw;
         T *yp = y + pl * ohw;
         if (backward)
