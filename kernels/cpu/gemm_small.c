@@ -289,8 +289,11 @@ DEFINE_SPLIT(split_d, double, kset_d, small_gemm_d)
         if (swapped < direct) {                                                                    \
             if (bias != NULL) {                                                                    \
                 for (int64_t i = 0; i < m; i++)                                                    \
-                    for (int64_t j = 0; j < n; j++)                                                \
-                        c[i * rsc + j * csc] = bias[j];                                            \
+                    if (csc == 1)                                                                  \
+                        memcpy(c + i * rsc, bias, (size_t)n * sizeof(T));                          \
+                    else                                                                           \
+                        for (int64_t j = 0; j < n; j++)                                            \
+                            c[i * rsc + j * csc] = bias[j];                                        \
                 bias = NULL;                                                                       \
                 beta = 1;                                                                          \
             }                                                                                      \
