@@ -1,4 +1,5 @@
-/* The thread count of yaten's OpenMP loops (one pool, shared by every kernel). */
+/* The thread count of yaten's kernels: the kernel pool (runtime/parallel.c) and the OpenMP loops
+ * that remain both take it from OpenMP's per-thread setting. */
 #include <omp.h>
 
 #include "internal.h"
