@@ -5,39 +5,6 @@
 
 #include "test_util.h"
 
-static double *
-values(yt_tensor *t, int64_t *n)
-{
-    cr_assert_not_null(t, "%s", yt_errmsg());
-    *n = yt_tensor_numel(t);
-    double *v = malloc(sizeof(double) * (size_t)(*n > 0 ? *n : 1));
-    cr_assert_eq(yt_tensor_copy_to(t, v, sizeof(double) * (size_t)*n, YT_DTYPE_F64), YT_OK);
-    return v;
-}
-
-static double
-max_abs_diff(yt_tensor *a, yt_tensor *b)
-{
-    int64_t n, m;
-    double *x = values(a, &n), *y = values(b, &m), d = 0;
-    cr_assert_eq(n, m);
-    for (int64_t i = 0; i < n; i++)
-        d = fmax(d, fabs(x[i] - y[i]));
-    free(x);
-    free(y);
-    return d;
-}
-
-static void
-expect_sizes(yt_tensor *t, const int64_t *sizes, int nd)
-{
-    cr_assert_not_null(t, "%s", yt_errmsg());
-    cr_assert_eq(yt_tensor_dim(t), nd, "rank %d, expected %d", yt_tensor_dim(t), nd);
-    for (int i = 0; i < nd; i++)
-        cr_assert_eq(yt_tensor_size(t, i), sizes[i], "size(%d)=%lld, expected %lld", i,
-                     (long long)yt_tensor_size(t, i), (long long)sizes[i]);
-}
-
 static void
 expect_names(yt_module *m, const char *const *names, int n)
 {
@@ -61,10 +28,10 @@ Test(nn_attention, mha_parameters_are_pytorchs)
     yt_tensor *w = yt_module_get(m, "in_proj_weight"), *b = yt_module_get(m, "in_proj_bias");
     yt_tensor *ob = yt_module_get(m, "out_proj.bias");
     const int64_t wsize[2] = {192, 64};
-    expect_sizes(w, wsize, 2);
+    test_expect_sizes(w, wsize, 2);
     /* xavier_uniform: fan_in 64, fan_out 192, bound sqrt(6 / 256) */
     int64_t n;
-    double *v = values(w, &n), lo = 0, hi = 0;
+    double *v = test_values(w, &n), lo = 0, hi = 0;
     for (int64_t i = 0; i < n; i++) {
         lo = fmin(lo, v[i]);
         hi = fmax(hi, v[i]);
@@ -72,11 +39,11 @@ Test(nn_attention, mha_parameters_are_pytorchs)
     free(v);
     double bound = sqrt(6.0 / 256.0);
     cr_assert(hi <= bound && lo >= -bound && hi > 0.95 * bound, "[%g, %g] vs %g", lo, hi, bound);
-    v = values(b, &n);
+    v = test_values(b, &n);
     for (int64_t i = 0; i < n; i++)
         cr_assert_eq(v[i], 0.0, "in_proj_bias starts at zero");
     free(v);
-    v = values(ob, &n);
+    v = test_values(ob, &n);
     for (int64_t i = 0; i < n; i++)
         cr_assert_eq(v[i], 0.0, "out_proj.bias starts at zero");
     free(v);
@@ -108,11 +75,11 @@ Test(nn_attention, mha_layouts_and_weights)
     yt_tensor *q = yt_randn(qs, 3), *k = yt_randn(ks, 3), *v = yt_randn(ks, 3);
     yt_tensor *weights = NULL;
     yt_tensor *out = yt_multihead_attention_forward(seq_first, q, k, v, NULL, false, &weights);
-    expect_sizes(out, qs, 3);
+    test_expect_sizes(out, qs, 3);
     const int64_t wshape[3] = {N, L, S};
-    expect_sizes(weights, wshape, 3);
+    test_expect_sizes(weights, wshape, 3);
     int64_t n;
-    double *w = values(weights, &n);
+    double *w = test_values(weights, &n);
     for (int64_t r = 0; r < N * L; r++) {
         double sum = 0;
         for (int64_t s = 0; s < S; s++)
@@ -125,34 +92,34 @@ Test(nn_attention, mha_layouts_and_weights)
     yt_tensor *out_bf =
         yt_multihead_attention_forward(batch_first, yt_transpose(q, 0, 1), yt_transpose(k, 0, 1),
                                        yt_transpose(v, 0, 1), NULL, false, NULL);
-    cr_assert_lt(max_abs_diff(yt_transpose(out_bf, 0, 1), out), 1e-5);
+    cr_assert_lt(test_max_abs_diff(yt_transpose(out_bf, 0, 1), out), 1e-5);
 
     /* unbatched [L, E] = batch element 0 */
     yt_tensor *q0 = yt_select(q, 1, 0), *k0 = yt_select(k, 1, 0), *v0 = yt_select(v, 1, 0);
     yt_tensor *w0 = NULL;
     yt_tensor *out0 = yt_multihead_attention_forward(seq_first, q0, k0, v0, NULL, false, &w0);
     const int64_t le[2] = {L, E}, ls[2] = {L, S};
-    expect_sizes(out0, le, 2);
-    expect_sizes(w0, ls, 2);
-    cr_assert_lt(max_abs_diff(out0, yt_select(out, 1, 0)), 1e-5);
+    test_expect_sizes(out0, le, 2);
+    test_expect_sizes(w0, ls, 2);
+    cr_assert_lt(test_max_abs_diff(out0, yt_select(out, 1, 0)), 1e-5);
 
     /* per-head weights */
     yt_mha_forward_options o = {.average_attn_weights = false};
     yt_tensor *heads = NULL;
     yt_tensor *out2 = yt_multihead_attention_forward_ex(seq_first, q, k, v, &o, &heads);
     const int64_t hshape[4] = {N, H, L, S};
-    expect_sizes(heads, hshape, 4);
-    cr_assert_lt(max_abs_diff(out2, out), 1e-5);
+    test_expect_sizes(heads, hshape, 4);
+    cr_assert_lt(test_max_abs_diff(out2, out), 1e-5);
     const int64_t one = 1;
-    cr_assert_lt(max_abs_diff(yt_mean_dim(heads, &one, 1), weights), 1e-6);
+    cr_assert_lt(test_max_abs_diff(yt_mean_dim(heads, &one, 1), weights), 1e-6);
 
     /* as a module: forward is self-attention, forward_n takes (q, k, v[, mask]) */
     yt_tensor *self = yt_module_forward(seq_first, q);
-    cr_assert_lt(
-        max_abs_diff(self, yt_multihead_attention_forward(seq_first, q, q, q, NULL, false, NULL)),
-        1e-6);
+    cr_assert_lt(test_max_abs_diff(
+                     self, yt_multihead_attention_forward(seq_first, q, q, q, NULL, false, NULL)),
+                 1e-6);
     yt_tensor *in3[3] = {q, k, v};
-    cr_assert_lt(max_abs_diff(yt_module_forward_n(seq_first, in3, 3), out), 1e-6);
+    cr_assert_lt(test_max_abs_diff(yt_module_forward_n(seq_first, in3, 3), out), 1e-6);
     cr_assert_null(yt_module_forward2(seq_first, q, k));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "MultiheadAttention: forward takes 1 (self-attention), 3");
     yt_scope_end();
@@ -175,7 +142,7 @@ Test(nn_attention, masks_and_causality_hide_what_they_should)
     yt_tensor *weights = NULL;
     yt_tensor *out = yt_multihead_attention_forward(m, x, x, x, NULL, true, &weights);
     int64_t n;
-    double *w = values(weights, &n);
+    double *w = test_values(weights, &n);
     for (int64_t b = 0; b < N; b++)
         for (int64_t i = 0; i < L; i++)
             for (int64_t j = i + 1; j < L; j++)
@@ -186,8 +153,8 @@ Test(nn_attention, masks_and_causality_hide_what_they_should)
     cr_assert_eq(yt_mul_scalar_(last, yt_float(5.0)), YT_OK);
     yt_tensor *out_fast = yt_multihead_attention_forward(m, x2, x2, x2, NULL, true, NULL);
     yt_tensor *early = yt_narrow(out, 1, 0, L - 1), *early2 = yt_narrow(out_fast, 1, 0, L - 1);
-    cr_assert_lt(max_abs_diff(early, early2), 1e-5);
-    cr_assert_gt(max_abs_diff(yt_select(out, 1, L - 1), yt_select(out_fast, 1, L - 1)), 1e-3);
+    cr_assert_lt(test_max_abs_diff(early, early2), 1e-5);
+    cr_assert_gt(test_max_abs_diff(yt_select(out, 1, L - 1), yt_select(out_fast, 1, L - 1)), 1e-3);
 
     /* a bool mask (true hides) equals the same mask as -inf floats */
     const int64_t ls[2] = {L, L};
@@ -200,8 +167,8 @@ Test(nn_attention, masks_and_causality_hide_what_they_should)
     yt_tensor *wb = NULL, *wf = NULL;
     yt_tensor *ob = yt_multihead_attention_forward(m, x, x, x, hide, false, &wb);
     yt_tensor *of = yt_multihead_attention_forward(m, x, x, x, additive, false, &wf);
-    cr_assert_lt(max_abs_diff(ob, of), 1e-6);
-    double *hv = values(hide, &n), *wv = values(wb, &n);
+    cr_assert_lt(test_max_abs_diff(ob, of), 1e-6);
+    double *hv = test_values(hide, &n), *wv = test_values(wb, &n);
     for (int64_t b = 0; b < N; b++)
         for (int64_t i = 0; i < L * L; i++)
             if (hv[i] != 0)
@@ -209,8 +176,8 @@ Test(nn_attention, masks_and_causality_hide_what_they_should)
     free(hv);
     free(wv);
     /* and the fast path (no weights asked) agrees with the weights path */
-    cr_assert_lt(max_abs_diff(ob, yt_multihead_attention_forward(m, x, x, x, hide, false, NULL)),
-                 1e-5);
+    cr_assert_lt(
+        test_max_abs_diff(ob, yt_multihead_attention_forward(m, x, x, x, hide, false, NULL)), 1e-5);
 
     /* key padding: the padded keys of batch 1 get no weight */
     const bool pad[2][6] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 1, 1}};
@@ -219,7 +186,7 @@ Test(nn_attention, masks_and_causality_hide_what_they_should)
     yt_mha_forward_options o = {.key_padding_mask = kpm, .average_attn_weights = true};
     yt_tensor *wk = NULL;
     cr_assert_not_null(yt_multihead_attention_forward_ex(m, x, x, x, &o, &wk), "%s", yt_errmsg());
-    double *kv = values(wk, &n);
+    double *kv = test_values(wk, &n);
     for (int64_t i = 0; i < L; i++)
         cr_assert(kv[(L + i) * L + 4] == 0.0 && kv[(L + i) * L + 5] == 0.0);
     free(kv);
@@ -240,11 +207,11 @@ Test(nn_attention, attention_dropout_only_in_training)
     yt_tensor *a = yt_module_forward(m, x);
     yt_generator_manual_seed(g, 1);
     yt_tensor *b = yt_module_forward(m, x);
-    cr_assert_eq(max_abs_diff(a, b), 0.0, "the same generator state drops the same weights");
+    cr_assert_eq(test_max_abs_diff(a, b), 0.0, "the same generator state drops the same weights");
     yt_module_train(m, false);
     yt_tensor *e1 = yt_module_forward(m, x), *e2 = yt_module_forward(m, x);
-    cr_assert_eq(max_abs_diff(e1, e2), 0.0);
-    cr_assert_gt(max_abs_diff(a, e1), 1e-4, "training dropped nothing");
+    cr_assert_eq(test_max_abs_diff(e1, e2), 0.0);
+    cr_assert_gt(test_max_abs_diff(a, e1), 1e-4, "training dropped nothing");
     yt_scope_end();
     yt_generator_release(g);
     yt_module_release(m);
@@ -322,7 +289,7 @@ Test(nn_attention, encoder_layer_names_count_and_shapes)
     const int64_t xs[3] = {8, 64, E};
     yt_tensor *x = yt_randn(xs, 3);
     yt_tensor *y = yt_module_forward(m, x);
-    expect_sizes(y, xs, 3);
+    test_expect_sizes(y, xs, 3);
     cr_assert_eq(yt_backward(yt_sum(y), NULL, NULL), YT_OK, "%s", yt_errmsg());
     yt_tensor *g = yt_grad(yt_module_get(m, "self_attn.in_proj_weight"));
     cr_assert_not_null(g, "the attention weights get gradients");
@@ -330,11 +297,11 @@ Test(nn_attention, encoder_layer_names_count_and_shapes)
     /* eval is deterministic and differs from a dropped-out training pass */
     yt_module_train(m, false);
     yt_tensor *e1 = yt_module_forward(m, x), *e2 = yt_module_forward(m, x);
-    cr_assert_eq(max_abs_diff(e1, e2), 0.0);
-    cr_assert_gt(max_abs_diff(y, e1), 1e-4);
+    cr_assert_eq(test_max_abs_diff(e1, e2), 0.0);
+    cr_assert_gt(test_max_abs_diff(y, e1), 1e-4);
     /* post-norm: each token's output is LayerNorm'd (mean 0 with norm2's initial weight/bias) */
     int64_t n;
-    double *v = values(e1, &n), mean = 0;
+    double *v = test_values(e1, &n), mean = 0;
     for (int64_t i = 0; i < E; i++)
         mean += v[i];
     cr_assert_float_eq(mean / (double)E, 0.0, 1e-5);
@@ -345,8 +312,8 @@ Test(nn_attention, encoder_layer_names_count_and_shapes)
     yt_tensor *masked = yt_transformer_encoder_layer_forward(
         m, x, yt_triu_ex(yt_ones_ex(ll, 2, YT_DTYPE_BOOL, YT_DEVICE_CPU), 1), NULL, false);
     yt_tensor *causal = yt_transformer_encoder_layer_forward(m, x, NULL, NULL, true);
-    cr_assert_lt(max_abs_diff(masked, causal), 1e-5);
-    cr_assert_gt(max_abs_diff(masked, e1), 1e-4);
+    cr_assert_lt(test_max_abs_diff(masked, causal), 1e-5);
+    cr_assert_gt(test_max_abs_diff(masked, e1), 1e-4);
     yt_scope_end();
     yt_module_release(m);
     YT_ASSERT_NO_LEAKS();
@@ -374,8 +341,8 @@ Test(nn_attention, encoder_layer_norm_first_and_errors)
     const int64_t xs[3] = {5, 2, 16}; /* [L, N, E]: batch_first is false */
     yt_tensor *x = yt_randn(xs, 3);
     yt_tensor *a = yt_module_forward(pre, x), *b = yt_module_forward(post, x);
-    expect_sizes(a, xs, 3);
-    cr_assert_gt(max_abs_diff(a, b), 1e-3, "pre-norm and post-norm differ");
+    test_expect_sizes(a, xs, 3);
+    cr_assert_gt(test_max_abs_diff(a, b), 1e-3, "pre-norm and post-norm differ");
     yt_scope_end();
     yt_module_release(pre);
     yt_module_release(post);

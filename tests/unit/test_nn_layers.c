@@ -7,16 +7,6 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static double *
-values(yt_tensor *t, int64_t *n)
-{
-    cr_assert_not_null(t, "%s", yt_errmsg());
-    *n = yt_tensor_numel(t);
-    double *v = malloc(sizeof(double) * (size_t)(*n > 0 ? *n : 1));
-    cr_assert_eq(yt_tensor_copy_to(t, v, sizeof(double) * (size_t)*n, YT_DTYPE_F64), YT_OK);
-    return v;
-}
-
 typedef struct stats {
     double min, max, mean, std;
 } stats;
@@ -25,7 +15,7 @@ static stats
 stats_of(yt_tensor *t)
 {
     int64_t n;
-    double *v = values(t, &n);
+    double *v = test_values(t, &n);
     stats s = {INFINITY, -INFINITY, 0, 0};
     for (int64_t i = 0; i < n; i++) {
         s.min = fmin(s.min, v[i]);
@@ -40,29 +30,6 @@ stats_of(yt_tensor *t)
     return s;
 }
 
-static double
-max_abs_diff(yt_tensor *a, yt_tensor *b)
-{
-    int64_t n, m;
-    double *x = values(a, &n), *y = values(b, &m), d = 0;
-    cr_assert_eq(n, m);
-    for (int64_t i = 0; i < n; i++)
-        d = fmax(d, fabs(x[i] - y[i]));
-    free(x);
-    free(y);
-    return d;
-}
-
-static void
-expect_sizes(yt_tensor *t, const int64_t *sizes, int nd)
-{
-    cr_assert_not_null(t, "%s", yt_errmsg());
-    cr_assert_eq(yt_tensor_dim(t), nd, "rank %d, expected %d", yt_tensor_dim(t), nd);
-    for (int i = 0; i < nd; i++)
-        cr_assert_eq(yt_tensor_size(t, i), sizes[i], "size(%d)=%lld, expected %lld", i,
-                     (long long)yt_tensor_size(t, i), (long long)sizes[i]);
-}
-
 /* Runs `m` on randn(in) and checks the output shape. */
 static void
 expect_output(yt_module *m, const int64_t *in, int in_nd, const int64_t *out, int out_nd)
@@ -70,7 +37,7 @@ expect_output(yt_module *m, const int64_t *in, int in_nd, const int64_t *out, in
     cr_assert_not_null(m, "%s", yt_errmsg());
     yt_tensor *x = yt_randn(in, in_nd);
     yt_tensor *y = yt_module_forward(m, x);
-    expect_sizes(y, out, out_nd);
+    test_expect_sizes(y, out, out_nd);
     yt_release(y);
     yt_release(x);
 }
@@ -118,7 +85,7 @@ Test(nn_layers, linear_and_conv_default_init_is_kaiming_uniform_a_sqrt5)
     yt_module *tconv = yt_conv_transpose2d_new(&t);
     w = yt_module_get(tconv, "weight");
     const int64_t wsize[4] = {32, 32, 4, 4};
-    expect_sizes(w, wsize, 4);
+    test_expect_sizes(w, wsize, 4);
     expect_uniform(w, 1.0 / sqrt(32.0 * 16.0));
     yt_release(w);
     yt_module_release(tconv);
@@ -167,7 +134,7 @@ Test(nn_layers, init_functions_follow_pytorchs_formulas)
     yt_init_xavier_uniform_(t, 1.0, g);
     yt_generator_manual_seed(g, 5);
     yt_init_xavier_uniform_(u, 1.0, g);
-    cr_assert_eq(max_abs_diff(t, u), 0.0);
+    cr_assert_eq(test_max_abs_diff(t, u), 0.0);
 
     /* parameters (leaves requiring grad) are filled outside autograd */
     yt_set_requires_grad(u, true);
@@ -246,13 +213,13 @@ Test(nn_layers, batch_norm_train_updates_running_stats_and_eval_uses_them)
 
     yt_tensor *y = yt_module_forward(bn, x);
     int64_t n;
-    double *out = values(y, &n);
+    double *out = test_values(y, &n);
     for (int i = 0; i < 4; i++) /* normalised with the batch statistics */
         cr_assert_float_eq(out[i * 2], (i - 1.5) / sqrt(1.25 + 1e-5), 1e-5);
     free(out);
     const double mean1[2] = {0.1 * 1.5, 0.1 * 11.5},
                  var1[2] = {0.9 + 0.1 * 5.0 / 3.0, 0.9 + 0.1 * 5.0 / 3.0};
-    double *m = values(rm, &n), *v = values(rv, &n);
+    double *m = test_values(rm, &n), *v = test_values(rv, &n);
     for (int c = 0; c < 2; c++) {
         cr_assert_float_eq(m[c], mean1[c], 1e-6);
         cr_assert_float_eq(v[c], var1[c], 1e-6);
@@ -265,7 +232,7 @@ Test(nn_layers, batch_norm_train_updates_running_stats_and_eval_uses_them)
     /* eval: (x - running_mean) / sqrt(running_var + eps), and no update */
     yt_module_train(bn, false);
     y = yt_module_forward(bn, x);
-    out = values(y, &n);
+    out = test_values(y, &n);
     cr_assert_float_eq(out[0], (0 - mean1[0]) / sqrt(var1[0] + 1e-5), 1e-5);
     cr_assert_float_eq(out[7], (13 - mean1[1]) / sqrt(var1[1] + 1e-5), 1e-5);
     free(out);
@@ -285,7 +252,7 @@ Test(nn_layers, batch_norm_train_updates_running_stats_and_eval_uses_them)
     yt_release(yt_module_forward(bn, x));  /* factor 1: running mean = batch mean */
     yt_release(yt_module_forward(bn, x2)); /* factor 1/2: average of the two batch means */
     rm = yt_module_get(bn, "running_mean");
-    m = values(rm, &n);
+    m = test_values(rm, &n);
     cr_assert_float_eq(m[0], 2.0, 1e-6); /* (1.5 + 2.5) / 2 */
     cr_assert_float_eq(m[1], 12.0, 1e-6);
     free(m);
@@ -301,7 +268,7 @@ Test(nn_layers, batch_norm_train_updates_running_stats_and_eval_uses_them)
     yt_named_tensors_clear(&sd);
     yt_module_train(bn, false);
     y = yt_module_forward(bn, x);
-    out = values(y, &n);
+    out = test_values(y, &n);
     cr_assert_float_eq(out[0], -1.5 / sqrt(1.25 + 1e-5), 1e-5);
     free(out);
     yt_release(y);
@@ -355,7 +322,7 @@ Test(nn_layers, dropout_drops_in_training_only_and_follows_its_generator)
 
     yt_tensor *y = yt_module_forward(d, x);
     int64_t n;
-    double *v = values(y, &n);
+    double *v = test_values(y, &n);
     int64_t zeros = 0;
     for (int64_t i = 0; i < n; i++) {
         if (v[i] == 0)
@@ -370,14 +337,14 @@ Test(nn_layers, dropout_drops_in_training_only_and_follows_its_generator)
     /* the generator decides the mask */
     yt_generator_manual_seed(g, 22);
     yt_tensor *y2 = yt_module_forward(d, x);
-    cr_assert_eq(max_abs_diff(y, y2), 0.0);
+    cr_assert_eq(test_max_abs_diff(y, y2), 0.0);
     yt_release(y2);
     yt_release(y);
 
     /* eval: the identity */
     yt_module_train(d, false);
     y = yt_module_forward(d, x);
-    cr_assert_eq(max_abs_diff(x, y), 0.0);
+    cr_assert_eq(test_max_abs_diff(x, y), 0.0);
     yt_release(y);
     yt_module_release(d);
 
@@ -389,7 +356,7 @@ Test(nn_layers, dropout_drops_in_training_only_and_follows_its_generator)
     yt_module_release(d2);
     y = yt_module_forward(seq, x);
     yt_tensor *none = yt_zeros_like(x);
-    cr_assert_eq(max_abs_diff(y, none), 0.0, "p=1 drops everything");
+    cr_assert_eq(test_max_abs_diff(y, none), 0.0, "p=1 drops everything");
     yt_release(none);
     yt_release(y);
     yt_module_release(seq);
@@ -436,7 +403,7 @@ Test(nn_layers, convolution_shapes_and_padding_modes)
     yt_tensor *xp = yt_pad_ex(x, pad, 4, "reflect", NULL);
     yt_tensor *w = yt_module_get(m, "weight"), *b = yt_module_get(m, "bias");
     yt_tensor *ref = yt_conv2d_ex(xp, w, b, NULL, 0, NULL, 0, NULL, 0, 1);
-    cr_assert_lt(max_abs_diff(y, ref), 1e-6);
+    cr_assert_lt(test_max_abs_diff(y, ref), 1e-6);
     yt_release(ref);
     yt_release(w);
     yt_release(b);
@@ -454,7 +421,7 @@ Test(nn_layers, convolution_shapes_and_padding_modes)
     yt_module_state_dict(m, &sd);
     cr_assert_eq(sd.count, 1);
     const int64_t w1[3] = {6, 1, 5};
-    expect_sizes(sd.tensors[0], w1, 3);
+    test_expect_sizes(sd.tensors[0], w1, 3);
     yt_named_tensors_clear(&sd);
     const int64_t in1[3] = {4, 2, 20}, out1[3] = {4, 6, 6}; /* (20 - 5) / 3 + 1 */
     expect_output(m, in1, 3, out1, 3);
@@ -598,7 +565,7 @@ Test(nn_layers, norm_layers_parameters_and_outputs)
     yt_module *rms = yt_rms_norm_new(&shape[1], 1, NAN, true);
     y = yt_module_forward(rms, x);
     int64_t n;
-    double *v = values(y, &n), sq = 0;
+    double *v = test_values(y, &n), sq = 0;
     for (int i = 0; i < 4; i++)
         sq += v[i] * v[i];
     cr_assert_float_eq(sq / 4, 1.0, 1e-4, "rms of a row is 1");
@@ -642,7 +609,7 @@ Test(nn_layers, embedding_padding_row_and_indices)
     const int64_t isize[2] = {2, 2}, osize[3] = {2, 2, 3};
     yt_tensor *i = test_from(idx, isize, 2, YT_DTYPE_I64);
     yt_tensor *y = yt_module_forward(e, i);
-    expect_sizes(y, osize, 3);
+    test_expect_sizes(y, osize, 3);
     yt_tensor *total = yt_sum(y);
     cr_assert_eq(yt_backward(total, NULL, NULL), YT_OK, "%s", yt_errmsg());
     yt_release(total);
@@ -695,7 +662,8 @@ Test(nn_layers, activations_are_their_ops)
         cr_assert_not_null(cases[i].m, "%s", yt_errmsg());
         yt_tensor *y = yt_module_forward(cases[i].m, x);
         cr_assert_not_null(y, "%s: %s", yt_module_kind_name(cases[i].m), yt_errmsg());
-        cr_assert_eq(max_abs_diff(y, cases[i].want), 0.0, "%s", yt_module_kind_name(cases[i].m));
+        cr_assert_eq(test_max_abs_diff(y, cases[i].want), 0.0, "%s",
+                     yt_module_kind_name(cases[i].m));
         yt_release(y);
         yt_release(cases[i].want);
         yt_module_release(cases[i].m);
@@ -729,7 +697,7 @@ Test(nn_layers, losses_wrap_their_ops_and_keep_weights_as_buffers)
     yt_module *ce = yt_cross_entropy_loss_new(&o);
     yt_tensor *got = yt_module_forward2(ce, x, labels);
     yt_tensor *want = yt_cross_entropy_loss_ex(x, labels, w, "sum", -100, 0.2);
-    cr_assert_eq(max_abs_diff(got, want), 0.0);
+    cr_assert_eq(test_max_abs_diff(got, want), 0.0);
     yt_release(got);
     yt_release(want);
     yt_named_tensors sd = YT_NAMED_TENSORS_INIT;
@@ -757,7 +725,8 @@ Test(nn_layers, losses_wrap_their_ops_and_keep_weights_as_buffers)
         cr_assert_not_null(cases[i].m, "%s", yt_errmsg());
         got = yt_module_forward2(cases[i].m, cases[i].input, cases[i].target);
         cr_assert_not_null(got, "%s: %s", yt_module_kind_name(cases[i].m), yt_errmsg());
-        cr_assert_eq(max_abs_diff(got, cases[i].want), 0.0, "%s", yt_module_kind_name(cases[i].m));
+        cr_assert_eq(test_max_abs_diff(got, cases[i].want), 0.0, "%s",
+                     yt_module_kind_name(cases[i].m));
         yt_release(got);
         yt_release(cases[i].want);
         yt_module_release(cases[i].m);

@@ -49,37 +49,11 @@ make_cnn(void)
 }
 
 static void
-expect_sizes(yt_tensor *t, const int64_t *sizes, int nd)
-{
-    cr_assert_not_null(t, "%s", yt_errmsg());
-    cr_assert_eq(yt_tensor_dim(t), nd, "rank %d, expected %d", yt_tensor_dim(t), nd);
-    for (int i = 0; i < nd; i++)
-        cr_assert_eq(yt_tensor_size(t, i), sizes[i], "size(%d)=%lld, expected %lld", i,
-                     (long long)yt_tensor_size(t, i), (long long)sizes[i]);
-}
-
-static void
 expect_names(const yt_named_tensors *list, const char *const *names, int n)
 {
     cr_assert_eq(list->count, n, "%lld names, expected %d", (long long)list->count, n);
     for (int i = 0; i < n; i++)
         cr_assert_str_eq(list->names[i], names[i]);
-}
-
-static double
-max_abs_diff(yt_tensor *a, yt_tensor *b)
-{
-    int64_t n = yt_tensor_numel(a);
-    cr_assert_eq(n, yt_tensor_numel(b));
-    double *x = malloc(sizeof(double) * (size_t)n), *y = malloc(sizeof(double) * (size_t)n);
-    cr_assert_eq(yt_tensor_copy_to(a, x, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK);
-    cr_assert_eq(yt_tensor_copy_to(b, y, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK);
-    double m = 0;
-    for (int64_t i = 0; i < n; i++)
-        m = fmax(m, fabs(x[i] - y[i]));
-    free(x);
-    free(y);
-    return m;
 }
 
 /* Everything a call printed to a FILE *, as a malloc'd string. */
@@ -123,7 +97,7 @@ Test(nn_modules, mlp_names_and_count_are_pytorchs)
                                         "3.bias",   "5.weight", "5.bias"};
     expect_names(&params, names, 6);
     const int64_t w1[2] = {256, 784};
-    expect_sizes(params.tensors[0], w1, 2);
+    test_expect_sizes(params.tensors[0], w1, 2);
     for (int64_t i = 0; i < params.count; i++)
         cr_assert(yt_requires_grad(params.tensors[i]) && yt_is_leaf(params.tensors[i]));
     yt_named_tensors_clear(&params);
@@ -133,7 +107,7 @@ Test(nn_modules, mlp_names_and_count_are_pytorchs)
     const int64_t in[4] = {64, 1, 28, 28}, out[2] = {64, 10};
     yt_tensor *x = yt_randn(in, 4);
     yt_tensor *y = yt_module_forward(mlp, x);
-    expect_sizes(y, out, 2);
+    test_expect_sizes(y, out, 2);
     yt_release(y);
     yt_release(x);
     yt_module_release(mlp);
@@ -150,7 +124,7 @@ Test(nn_modules, cnn_names_count_and_output_shape)
                                         "3.bias",   "7.weight", "7.bias"};
     expect_names(&sd, names, 6);
     const int64_t w3[4] = {16, 8, 3, 3};
-    expect_sizes(sd.tensors[2], w3, 4);
+    test_expect_sizes(sd.tensors[2], w3, 4);
     yt_named_tensors_clear(&sd);
     /* (8 * 1 * 9 + 8) + (16 * 8 * 9 + 16) + (400 * 10 + 10) */
     cr_assert_eq(yt_module_num_parameters(cnn), 5258);
@@ -159,7 +133,7 @@ Test(nn_modules, cnn_names_count_and_output_shape)
     const int64_t in[4] = {3, 1, 28, 28}, out[2] = {3, 10};
     yt_tensor *x = yt_randn(in, 4);
     yt_tensor *y = yt_module_forward(cnn, x);
-    expect_sizes(y, out, 2);
+    test_expect_sizes(y, out, 2);
     yt_release(y);
     yt_release(x);
     yt_module_release(cnn);
@@ -224,7 +198,7 @@ Test(nn_modules, state_dict_round_trip_copies_values_in_place)
     const int64_t in[2] = {5, 784};
     yt_tensor *x = yt_randn(in, 2);
     yt_tensor *ya = yt_module_forward(a, x), *yb = yt_module_forward(b, x);
-    cr_assert_gt(max_abs_diff(ya, yb), 1e-3, "two seeds gave the same model");
+    cr_assert_gt(test_max_abs_diff(ya, yb), 1e-3, "two seeds gave the same model");
 
     yt_tensor *w_before = yt_module_get(b, "1.weight");
     yt_named_tensors sd = YT_NAMED_TENSORS_INIT;
@@ -234,12 +208,12 @@ Test(nn_modules, state_dict_round_trip_copies_values_in_place)
     yt_tensor *w_after = yt_module_get(b, "1.weight");
     cr_assert_eq(w_before, w_after, "load_state_dict must keep the parameter tensors");
     yt_tensor *yb2 = yt_module_forward(b, x);
-    cr_assert_eq(max_abs_diff(ya, yb2), 0.0);
+    cr_assert_eq(test_max_abs_diff(ya, yb2), 0.0);
 
     /* The copy is by value: changing a's weights afterwards leaves b alone. */
     cr_assert_eq(yt_init_zeros_(sd.tensors[0]), YT_OK);
     yt_tensor *yb3 = yt_module_forward(b, x);
-    cr_assert_eq(max_abs_diff(yb2, yb3), 0.0);
+    cr_assert_eq(test_max_abs_diff(yb2, yb3), 0.0);
 
     yt_named_tensors_clear(&sd);
     yt_release(w_before);
@@ -301,7 +275,7 @@ Test(nn_modules, load_state_dict_errors_name_the_keys_and_write_nothing)
                "size mismatch for '0.weight': the state dict has [4, 3], the module [3, 4]") !=
             NULL,
         "%s", yt_errmsg());
-    cr_assert_eq(max_abs_diff(w, before), 0.0, "a failed load wrote into 0.weight");
+    cr_assert_eq(test_max_abs_diff(w, before), 0.0, "a failed load wrote into 0.weight");
     yt_named_tensors_clear(&bad);
 
     cr_assert_eq(yt_module_load_state_dict(m, NULL, true), YT_ERR_VALUE);
@@ -446,7 +420,7 @@ Test(nn_modules, user_defined_kind_with_parameter_and_child)
     yt_tensor *y = yt_module_forward(seq, x);
     yt_tensor *expected =
         yt_add(yt_mul_scalar(x, yt_float(3.0)), yt_linear(x, yt_module_get(lin, "weight")));
-    cr_assert_lt(max_abs_diff(y, expected), 1e-6);
+    cr_assert_lt(test_max_abs_diff(y, expected), 1e-6);
     cr_assert_eq(yt_backward(yt_sum(y), NULL, NULL), YT_OK, "%s", yt_errmsg());
     cr_assert_float_eq(yt_item(yt_grad(alpha)), -1.0, 1e-6); /* d/d alpha sum(x * alpha) */
     cr_assert_null(yt_module_forward2(m, x, x));

@@ -57,14 +57,47 @@ test_iota(const int64_t *sizes, int nd)
     return t;
 }
 
+/* Asserts that `t` is not NULL and has exactly `sizes`. */
 static inline void
-test_expect_values(yt_tensor *t, const double *want, int64_t n, const int64_t *sizes, int nd)
+test_expect_sizes(yt_tensor *t, const int64_t *sizes, int nd)
 {
     cr_assert_not_null(t, "%s", yt_errmsg());
     cr_assert_eq(yt_tensor_dim(t), nd, "rank %d, expected %d", yt_tensor_dim(t), nd);
     for (int i = 0; i < nd; i++)
         cr_assert_eq(yt_tensor_size(t, i), sizes[i], "size(%d)=%lld, expected %lld", i,
                      (long long)yt_tensor_size(t, i), (long long)sizes[i]);
+}
+
+/* The elements of `t` as a malloc'ed f64 array (free it), their count in *n. */
+static inline double *
+test_values(yt_tensor *t, int64_t *n)
+{
+    cr_assert_not_null(t, "%s", yt_errmsg());
+    *n = yt_tensor_numel(t);
+    double *v = malloc(sizeof(double) * (size_t)(*n > 0 ? *n : 1));
+    cr_assert_eq(yt_tensor_copy_to(t, v, sizeof(double) * (size_t)*n, YT_DTYPE_F64), YT_OK, "%s",
+                 yt_errmsg());
+    return v;
+}
+
+/* Largest |a - b| over the elements of two tensors of the same size. */
+static inline double
+test_max_abs_diff(yt_tensor *a, yt_tensor *b)
+{
+    int64_t n, m;
+    double *x = test_values(a, &n), *y = test_values(b, &m), d = 0;
+    cr_assert_eq(n, m, "%lld elements against %lld", (long long)n, (long long)m);
+    for (int64_t i = 0; i < n; i++)
+        d = fmax(d, fabs(x[i] - y[i]));
+    free(x);
+    free(y);
+    return d;
+}
+
+static inline void
+test_expect_values(yt_tensor *t, const double *want, int64_t n, const int64_t *sizes, int nd)
+{
+    test_expect_sizes(t, sizes, nd);
     cr_assert_eq(yt_tensor_numel(t), n);
     double *got = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
     cr_assert_eq(yt_tensor_copy_to(t, got, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK);
