@@ -67,6 +67,7 @@ CPPFLAGS_TEST := -Iinclude -Igenerated/include -Itests/unit
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
+comma := ,
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
 .PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff \
@@ -173,18 +174,35 @@ $(BUILD)/tests/test_ops: tests/unit/test_ops.c generated/tests/op_cases.c $(STAT
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $(filter %.c,$^) -o $@ \
 	  $(STATIC_LIB) -lcriterion $(LDLIBS_LIB)
 
-# The yaten side of the differential tests against PyTorch (tests/diff/).
-$(BUILD)/tests/diff_runner: tests/diff/runner.c generated/tests/op_cases.c $(STATIC_LIB)
+# Test programs outside tests/unit/: their own sources linked with the library (no Criterion); the
+# Python tests beside them drive them and compare with PyTorch.
+#   diff_runner         every per-op case from ops.yaml (tests/diff/)
+#   nn_runner           nn modules against torch.nn (tests/nn/)
+#   optim_runner        optimizers and schedulers against torch.optim (tests/optim/)
+#   optim_train_runner  the differential training test: an MLP and a CNN from yaten's initial
+#                       weights (safetensors) on batches from .npy files (tests/optim/)
+#   io_roundtrip        safetensors and .npy files crossing with PyTorch and NumPy (tests/io/)
+TEST_PROGRAMS := $(addprefix $(BUILD)/tests/,diff_runner nn_runner optim_runner optim_train_runner io_roundtrip)
+$(BUILD)/tests/diff_runner: tests/diff/runner.c generated/tests/op_cases.c
+$(BUILD)/tests/nn_runner: tests/nn/runner.c
+$(BUILD)/tests/optim_runner: tests/optim/runner.c
+$(BUILD)/tests/optim_train_runner: tests/optim/train_runner.c
+$(BUILD)/tests/io_roundtrip: tests/io/roundtrip.c
+$(TEST_PROGRAMS): $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $(filter %.c,$^) -o $@ \
 	  $(STATIC_LIB) $(LDLIBS_LIB)
 
-# Every per-op case from ops.yaml, in every dtype the op takes, against PyTorch (/usr/bin/python3
-# has Debian's python3-torch): forward values, result dtypes and input gradients.
+# The Python that runs the tests against PyTorch (/usr/bin/python3 has Debian's python3-torch), and
+# a check that it has the modules $(1) (comma-separated) before a test starts.
 TORCH_PYTHON ?= /usr/bin/python3
+require_python = $(TORCH_PYTHON) -c 'import $(1)' 2>/dev/null || \
+  { echo "$(TORCH_PYTHON) lacks one of $(1): run make deps-test" >&2; exit 1; }
+
+# Every per-op case from ops.yaml, in every dtype the op takes: forward values, result dtypes and
+# input gradients.
 test-diff: $(BUILD)/tests/diff_runner
-	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
-	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)$(call require_python,torch$(comma) numpy$(comma) pytest)
 	$(Q)YT_DIFF_RUNNER=$(BUILD)/tests/diff_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/diff $(ARGS)
 
 # The CLI's tests link the yaten command's objects (tools/ but main.o) and libyaml.
@@ -193,47 +211,22 @@ $(BUILD)/tests/test_cli%: tests/unit/test_cli%.c $(TOOL_LIB_OBJ) $(STATIC_LIB)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) -Itools $(CFLAGS) -fvisibility=default $< $(TOOL_LIB_OBJ) \
 	  -o $@ $(STATIC_LIB) -lcriterion $(LDLIBS_TOOL) $(LDLIBS_LIB)
 
-# nn modules against torch.nn (tests/nn/): the same weights, inputs and upstream gradient through
-# both; outputs, gradients and running statistics must agree.
-$(BUILD)/tests/nn_runner: tests/nn/runner.c $(STATIC_LIB)
-	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
-	  $(STATIC_LIB) $(LDLIBS_LIB)
-
+# nn modules: the same weights, inputs and upstream gradient through both; outputs, gradients and
+# running statistics must agree.
 test-nn: $(BUILD)/tests/nn_runner
-	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
-	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)$(call require_python,torch$(comma) numpy$(comma) pytest)
 	$(Q)YT_NN_RUNNER=$(BUILD)/tests/nn_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/nn $(ARGS)
-
-# The yaten side of the optimizer and scheduler differential tests against PyTorch (tests/optim/).
-$(BUILD)/tests/optim_runner: tests/optim/runner.c $(STATIC_LIB)
-	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
-
-# The yaten side of the differential training test: an MLP and a CNN trained from yaten's
-# initial weights (written as safetensors) on batches from .npy files.
-$(BUILD)/tests/optim_train_runner: tests/optim/train_runner.c $(STATIC_LIB)
-	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
 
 # Optimizers (50 steps, every option) and schedulers (100 steps) against torch.optim, and the
 # first 50 training steps of an MLP and a CNN (SGD with momentum, Adam) against PyTorch's.
 test-optim: $(BUILD)/tests/optim_runner $(BUILD)/tests/optim_train_runner
-	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
-	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)$(call require_python,torch$(comma) numpy$(comma) pytest)
 	$(Q)YT_OPTIM_RUNNER=$(BUILD)/tests/optim_runner YT_OPTIM_TRAIN_RUNNER=$(BUILD)/tests/optim_train_runner \
 	  $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/optim $(ARGS)
 
-# Serialization against PyTorch and NumPy (tests/io/): safetensors and .npy files cross both ways;
-# the yaten side is tests/io/roundtrip.c.
-$(BUILD)/tests/io_roundtrip: tests/io/roundtrip.c $(STATIC_LIB)
-	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) \
-	  $(LDLIBS_LIB)
-
+# Serialization: safetensors and .npy files cross both ways with PyTorch and NumPy.
 test-io: $(BUILD)/tests/io_roundtrip
-	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
-	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)$(call require_python,torch$(comma) numpy$(comma) pytest)
 	$(Q)YT_IO_ROUNDTRIP=$(BUILD)/tests/io_roundtrip $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider \
 	  tests/io $(ARGS)
 
@@ -249,8 +242,7 @@ test-unit: $(TESTS)
 # The yaten command as a user runs it (tests/cli/): help and usage errors, `ops` against ops.yaml,
 # config errors, its weights in PyTorch, Ctrl-C and resume, the progress bar, the plot.
 test-cli: $(YATEN_CLI)
-	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest, yaml' 2>/dev/null || \
-	  { echo "$(TORCH_PYTHON) lacks torch, numpy, pytest or yaml: run make deps-test" >&2; exit 1; }
+	$(Q)$(call require_python,torch$(comma) numpy$(comma) pytest$(comma) yaml)
 	$(Q)YATEN=$(BUILD)/yaten $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/cli $(ARGS)
 
 # The examples must build and succeed (mlp_synthetic fails unless its loss falls, fashion_mlp
