@@ -4,6 +4,7 @@
  * median mostly measures the neighbours). Threads: OMP_NUM_THREADS. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <yaten.h>
@@ -114,9 +115,13 @@ cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static const char *only; /* run only the cases whose name contains this (argv[1]) */
+
 static void
 bench(const char *name, case_fn fn, int64_t rows, int64_t cols)
 {
+    if (only != NULL && strstr(name, only) == NULL)
+        return;
     int64_t sizes[] = {rows, cols};
     yt_tensor *x = yt_randn(sizes, 2);
     yt_tensor *y = yt_softmax(x, 1);
@@ -141,8 +146,9 @@ bench(const char *name, case_fn fn, int64_t rows, int64_t cols)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+    only = argc > 1 ? argv[1] : NULL;
     bench("sum_4096x4096_dim1", sum_last, 4096, 4096);
     bench("sum_4096x4096_dim0", sum_first, 4096, 4096);
     bench("sum_4096x4096_all", sum_all, 4096, 4096);

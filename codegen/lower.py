@@ -1111,6 +1111,7 @@ class OpLowering:
                 suffix = "".join(f"_{v or 'none'}" for v in variant.values())
                 loops.append(self._pointwise_loop(d, f"{op.c_name}_loop_{d}{suffix}", value, expr.used,
                                                   promoted, ctx_args))
+                loops[-1]["clones"] = expr.heavy
                 variants.append({"fn": loops[-1]["fn"], "cond": _variant_cond(variant), "value": value})
             if variants:
                 cases.append({"enum": C_DTYPE[d], "variants": variants})

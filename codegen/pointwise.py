@@ -40,6 +40,10 @@ FLOAT_FUNCS = {
     "exp": 1, "expm1": 1, "log": 1, "log1p": 1, "log2": 1, "sqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
     "erf": 1, "fabs": 1, "pow": 2, "fmod": 2, "copysign": 2,
 }
+# pointwise_math.h helpers of floating loops only (yt__pw_normal_cdf_f / _d)
+FLOAT_HELPERS = {"normal_cdf": 1}
+# calls whose cost makes a loop compute-bound: such loops get an AVX-512 clone (YT_PW_CLONES)
+HEAVY_CALLS = {"exp", "expm1", "log", "log1p", "log2", "sin", "cos", "tanh", "erf", "pow", "normal_cdf"}
 ROUNDING = ("floor", "ceil", "trunc", "nearbyint")  # nearbyint: half to even (default rounding mode)
 CLASSIFY = {"isnan": "0", "isfinite": "1", "isinf": "0"}
 # kernels/cpu/pointwise_math.h helpers, one per compute type: yt__pw_NAME_SUFFIX
@@ -54,7 +58,7 @@ INT_DIVISION = ("remainder", "floor_divide", "trunc_divide")
 # checked_alpha(x) adds PyTorch's alpha_check: no float alpha for integral dtypes, no bool alpha
 # for non-bool ones.
 SPECIAL = {"checked": 1, "checked_alpha": 1, "dtype_max": 0, "dtype_lowest": 0}
-ARITY = {**FLOAT_FUNCS, **{f: 1 for f in ROUNDING}, **{f: 1 for f in CLASSIFY}, **HELPERS, **SPECIAL}
+ARITY = {**FLOAT_FUNCS, **FLOAT_HELPERS, **{f: 1 for f in ROUNDING}, **{f: 1 for f in CLASSIFY}, **HELPERS, **SPECIAL}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.GtE: ">=", ast.LtE: "<=", ast.NotEq: "!="}
 VALUE_KINDS = ("tensor", "scalar", "float")  # arguments an expression computes with
@@ -86,6 +90,7 @@ class PointwiseExpr:
         self.checked = []  # (scalar, is alpha) wrapped in checked() / checked_alpha()
         self._validate(self.tree)
         self.used = set()  # names (and NAME_given flags) read by the last render()
+        self.heavy = False  # whether the last render() calls a HEAVY_CALLS function
 
     def _fail(self, msg, cls=SpecError):
         raise cls(self.loc, f"{self.op.schema.full_name}: pointwise expression '{self.op.pointwise}': {msg}")
@@ -223,6 +228,7 @@ class PointwiseExpr:
         is_float = ctype in ("float", "double")
         variant = variant or {}
         self.used = set()
+        self.heavy = False
 
         def r(n) -> str:
             known = self._known(n, variant)
@@ -265,6 +271,14 @@ class PointwiseExpr:
                 return f"({ctype}){DTYPE_LIMITS[dtype][fn == 'dtype_lowest']}"
             if fn == "pow" and not is_float:  # integer power, as PyTorch (bools have none)
                 fn = "ipow"
+            if fn in HEAVY_CALLS and is_float:
+                self.heavy = True
+            if fn in FLOAT_HELPERS:
+                if not is_float:
+                    self._fail(f"{fn}() has no {dtype} form (declare result_dtype: floating)",
+                               NoForm if ctype == "bool" else SpecError)
+                args = ", ".join(_unwrap(r(a)) for a in n.args)
+                return f"yt__pw_{fn}_{HELPER_SUFFIX[ctype]}({args})"
             if fn in HELPERS:
                 if ctype == "bool" and fn not in BOOL_HELPERS:
                     self._fail(f"{fn}() has no bool form", NoForm)

@@ -4,7 +4,8 @@
  * converted to the compute dtype. Each loop has three kinds of path: all operands contiguous
  * (`omp simd`: no alias versioning, so in-place ops vectorise too), one input broadcast along
  * the row (stride 0) with the others contiguous, and a general strided path. Built with
- * -fno-math-errno -fno-trapping-math (Makefile) so sqrt and rounding vectorise. */
+ * -fno-math-errno -fno-trapping-math (Makefile) so sqrt, rounding and selects vectorise. Loops
+ * that call libm-class functions are compute-bound; they get an AVX-512 clone (YT_PW_CLONES). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -3210,6 +3211,7 @@ pow_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 pow_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3233,6 +3235,7 @@ pow_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 pow_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3256,6 +3259,7 @@ pow_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 pow_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3279,6 +3283,7 @@ pow_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 pow_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3576,6 +3581,7 @@ pow_tensor_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const
     }
 }
 
+YT_PW_CLONES
 static void
 pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3622,6 +3628,7 @@ pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const
     }
 }
 
+YT_PW_CLONES
 static void
 pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3668,6 +3675,7 @@ pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, cons
     }
 }
 
+YT_PW_CLONES
 static void
 pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3713,6 +3721,7 @@ pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const
     }
 }
 
+YT_PW_CLONES
 static void
 pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3907,6 +3916,7 @@ pow_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *
     }
 }
 
+YT_PW_CLONES
 static void
 pow_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3930,6 +3940,7 @@ pow_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
     }
 }
 
+YT_PW_CLONES
 static void
 pow_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3953,6 +3964,7 @@ pow_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
     }
 }
 
+YT_PW_CLONES
 static void
 pow_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -3976,6 +3988,7 @@ pow_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
     }
 }
 
+YT_PW_CLONES
 static void
 pow_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -9040,6 +9053,7 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
 
 /* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:264) */
 
+YT_PW_CLONES
 static void
 pow_scalar_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -9087,6 +9101,7 @@ pow_scalar_backward_loop_f16(char **data, const int64_t *strides, int64_t n, con
     }
 }
 
+YT_PW_CLONES
 static void
 pow_scalar_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -9134,6 +9149,7 @@ pow_scalar_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, co
     }
 }
 
+YT_PW_CLONES
 static void
 pow_scalar_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -9180,6 +9196,7 @@ pow_scalar_backward_loop_f32(char **data, const int64_t *strides, int64_t n, con
     }
 }
 
+YT_PW_CLONES
 static void
 pow_scalar_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -13676,6 +13693,7 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
 
 /* ---- exp: exp(self)   (ops.yaml:413) */
 
+YT_PW_CLONES
 static void
 exp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -13698,6 +13716,7 @@ exp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 exp_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -13720,6 +13739,7 @@ exp_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 exp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -13742,6 +13762,7 @@ exp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 exp_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -13787,6 +13808,7 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
 
 /* ---- log: log(self)   (ops.yaml:421) */
 
+YT_PW_CLONES
 static void
 log_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -13809,6 +13831,7 @@ log_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -13831,6 +13854,7 @@ log_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -13853,6 +13877,7 @@ log_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14698,6 +14723,7 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
 
 /* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:460) */
 
+YT_PW_CLONES
 static void
 sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14720,6 +14746,7 @@ sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx
     }
 }
 
+YT_PW_CLONES
 static void
 sigmoid_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14742,6 +14769,7 @@ sigmoid_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ct
     }
 }
 
+YT_PW_CLONES
 static void
 sigmoid_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14764,6 +14792,7 @@ sigmoid_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx
     }
 }
 
+YT_PW_CLONES
 static void
 sigmoid_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14809,6 +14838,7 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
 
 /* ---- tanh: tanh(self)   (ops.yaml:468) */
 
+YT_PW_CLONES
 static void
 tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14831,6 +14861,7 @@ tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 tanh_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14853,6 +14884,7 @@ tanh_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 tanh_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14875,6 +14907,7 @@ tanh_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 tanh_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14920,6 +14953,7 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
 
 /* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:476) */
 
+YT_PW_CLONES
 static void
 softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14946,6 +14980,7 @@ softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ct
     }
 }
 
+YT_PW_CLONES
 static void
 softplus_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14972,6 +15007,7 @@ softplus_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *c
     }
 }
 
+YT_PW_CLONES
 static void
 softplus_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -14998,6 +15034,7 @@ softplus_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ct
     }
 }
 
+YT_PW_CLONES
 static void
 softplus_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16268,6 +16305,7 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
 
 /* ---- expm1: expm1(self)   (ops.yaml:540) */
 
+YT_PW_CLONES
 static void
 expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16290,6 +16328,7 @@ expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 expm1_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16312,6 +16351,7 @@ expm1_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 expm1_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16334,6 +16374,7 @@ expm1_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 expm1_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16379,6 +16420,7 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
 
 /* ---- log1p: log1p(self)   (ops.yaml:548) */
 
+YT_PW_CLONES
 static void
 log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16401,6 +16443,7 @@ log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log1p_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16423,6 +16466,7 @@ log1p_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log1p_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16445,6 +16489,7 @@ log1p_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log1p_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16490,6 +16535,7 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
 
 /* ---- log2: log2(self)   (ops.yaml:557) */
 
+YT_PW_CLONES
 static void
 log2_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16512,6 +16558,7 @@ log2_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log2_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16534,6 +16581,7 @@ log2_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log2_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16556,6 +16604,7 @@ log2_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 log2_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16601,6 +16650,7 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
 
 /* ---- sin: sin(self)   (ops.yaml:566) */
 
+YT_PW_CLONES
 static void
 sin_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16623,6 +16673,7 @@ sin_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 sin_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16645,6 +16696,7 @@ sin_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 sin_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16667,6 +16719,7 @@ sin_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 sin_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16712,6 +16765,7 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
 
 /* ---- cos: cos(self)   (ops.yaml:574) */
 
+YT_PW_CLONES
 static void
 cos_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16734,6 +16788,7 @@ cos_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 cos_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16756,6 +16811,7 @@ cos_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 cos_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16778,6 +16834,7 @@ cos_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 cos_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16823,6 +16880,7 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
 
 /* ---- erf: erf(self)   (ops.yaml:582) */
 
+YT_PW_CLONES
 static void
 erf_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16845,6 +16903,7 @@ erf_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 erf_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16867,6 +16926,7 @@ erf_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 erf_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -16889,6 +16949,7 @@ erf_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 erf_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18200,6 +18261,7 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
 
 /* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:637) */
 
+YT_PW_CLONES
 static void
 elu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18227,6 +18289,7 @@ elu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 elu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18254,6 +18317,7 @@ elu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 elu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18281,6 +18345,7 @@ elu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 elu_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18336,6 +18401,7 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
 
 /* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:645) */
 
+YT_PW_CLONES
 static void
 elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18397,6 +18463,7 @@ elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void
     }
 }
 
+YT_PW_CLONES
 static void
 elu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18458,6 +18525,7 @@ elu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const voi
     }
 }
 
+YT_PW_CLONES
 static void
 elu_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18518,6 +18586,7 @@ elu_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void
     }
 }
 
+YT_PW_CLONES
 static void
 elu_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18607,6 +18676,7 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
 
 /* ---- silu: self / (1 + exp(-self))   (ops.yaml:656) */
 
+YT_PW_CLONES
 static void
 silu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18629,6 +18699,7 @@ silu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 silu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18651,6 +18722,7 @@ silu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 silu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -18673,6 +18745,7 @@ silu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
     }
 }
 
+YT_PW_CLONES
 static void
 silu_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19226,8 +19299,9 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else 0.5 * self * (1 + erf(self * 0.7071067811865476))   (ops.yaml:681) */
+/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:681) */
 
+YT_PW_CLONES
 static void
 gelu_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19238,20 +19312,19 @@ gelu_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float out_value =
-                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            const float out_value = self * yt__pw_normal_cdf_f(self);
             out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float out_value =
-            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        const float out_value = self * yt__pw_normal_cdf_f(self);
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19280,6 +19353,7 @@ gelu_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, const void *c
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19290,20 +19364,19 @@ gelu_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float out_value =
-                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            const float out_value = self * yt__pw_normal_cdf_f(self);
             out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float out_value =
-            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        const float out_value = self * yt__pw_normal_cdf_f(self);
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19332,6 +19405,7 @@ gelu_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, const void *
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19342,20 +19416,19 @@ gelu_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float out_value =
-                ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+            const float out_value = self * yt__pw_normal_cdf_f(self);
             out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float out_value =
-            ((float)0.5 * self) * ((float)1 + erff(self * (float)0.7071067811865476));
+        const float out_value = self * yt__pw_normal_cdf_f(self);
         *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19384,6 +19457,7 @@ gelu_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const void *c
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19394,20 +19468,19 @@ gelu_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double out_value =
-                ((double)0.5 * self) * ((double)1 + erf(self * (double)0.7071067811865476));
+            const double out_value = self * yt__pw_normal_cdf_d(self);
             out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double out_value =
-            ((double)0.5 * self) * ((double)1 + erf(self * (double)0.7071067811865476));
+        const double out_value = self * yt__pw_normal_cdf_d(self);
         *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19473,8 +19546,9 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (0.5 * (1 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:695) */
+/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:695) */
 
+YT_PW_CLONES
 static void
 gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19489,9 +19563,8 @@ gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, cons
             const float grad_output = yt__f16_to_f32(grad_output_p[i]);
             const float self = yt__f16_to_f32(self_p[i]);
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = yt__f32_to_f16(out_value);
         }
         return;
@@ -19502,9 +19575,8 @@ gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, cons
             const float grad_output = yt__f16_to_f32(grad_output_p[0]);
             const float self = yt__f16_to_f32(self_p[i]);
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = yt__f32_to_f16(out_value);
         }
         return;
@@ -19515,9 +19587,8 @@ gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, cons
             const float grad_output = yt__f16_to_f32(grad_output_p[i]);
             const float self = yt__f16_to_f32(self_p[0]);
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = yt__f32_to_f16(out_value);
         }
         return;
@@ -19526,13 +19597,13 @@ gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n, cons
         const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
         const float out_value =
-            grad_output *
-            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                        expf(((-(float)0.5) * self) * self)));
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_backward_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19623,6 +19694,7 @@ gelu_backward_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, cons
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19637,9 +19709,8 @@ gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n, con
             const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
             const float self = yt__bf16_to_f32(self_p[i]);
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = yt__f32_to_bf16(out_value);
         }
         return;
@@ -19650,9 +19721,8 @@ gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n, con
             const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
             const float self = yt__bf16_to_f32(self_p[i]);
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = yt__f32_to_bf16(out_value);
         }
         return;
@@ -19663,9 +19733,8 @@ gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n, con
             const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
             const float self = yt__bf16_to_f32(self_p[0]);
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = yt__f32_to_bf16(out_value);
         }
         return;
@@ -19674,13 +19743,13 @@ gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n, con
         const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
         const float out_value =
-            grad_output *
-            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                        expf(((-(float)0.5) * self) * self)));
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_backward_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19771,6 +19840,7 @@ gelu_backward_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, con
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19784,9 +19854,8 @@ gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, cons
             const float grad_output = grad_output_p[i];
             const float self = self_p[i];
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = out_value;
         }
         return;
@@ -19797,9 +19866,8 @@ gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, cons
             const float grad_output = grad_output_p[0];
             const float self = self_p[i];
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = out_value;
         }
         return;
@@ -19810,9 +19878,8 @@ gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, cons
             const float grad_output = grad_output_p[i];
             const float self = self_p[0];
             const float out_value =
-                grad_output *
-                (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-                 ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
             out[i] = out_value;
         }
         return;
@@ -19821,13 +19888,13 @@ gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n, cons
         const float grad_output = *(const float *)(data[1] + i * strides[1]);
         const float self = *(const float *)(data[2] + i * strides[2]);
         const float out_value =
-            grad_output *
-            (((float)0.5 * ((float)1 + erff(self * (float)0.7071067811865476))) +
-             ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+            grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                        expf(((-(float)0.5) * self) * self)));
         *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_backward_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19917,6 +19984,7 @@ gelu_backward_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, cons
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
@@ -19931,9 +19999,8 @@ gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, cons
             const double grad_output = grad_output_p[i];
             const double self = self_p[i];
             const double out_value =
-                grad_output *
-                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
-                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_d(self) + ((self * (double)0.3989422804014327) *
+                                                            exp(((-(double)0.5) * self) * self)));
             out[i] = out_value;
         }
         return;
@@ -19944,9 +20011,8 @@ gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, cons
             const double grad_output = grad_output_p[0];
             const double self = self_p[i];
             const double out_value =
-                grad_output *
-                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
-                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_d(self) + ((self * (double)0.3989422804014327) *
+                                                            exp(((-(double)0.5) * self) * self)));
             out[i] = out_value;
         }
         return;
@@ -19957,9 +20023,8 @@ gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, cons
             const double grad_output = grad_output_p[i];
             const double self = self_p[0];
             const double out_value =
-                grad_output *
-                (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
-                 ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+                grad_output * (yt__pw_normal_cdf_d(self) + ((self * (double)0.3989422804014327) *
+                                                            exp(((-(double)0.5) * self) * self)));
             out[i] = out_value;
         }
         return;
@@ -19968,13 +20033,13 @@ gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n, cons
         const double grad_output = *(const double *)(data[1] + i * strides[1]);
         const double self = *(const double *)(data[2] + i * strides[2]);
         const double out_value =
-            grad_output *
-            (((double)0.5 * ((double)1 + erf(self * (double)0.7071067811865476))) +
-             ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+            grad_output * (yt__pw_normal_cdf_d(self) + ((self * (double)0.3989422804014327) *
+                                                        exp(((-(double)0.5) * self) * self)));
         *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
+YT_PW_CLONES
 static void
 gelu_backward_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {

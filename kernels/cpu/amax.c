@@ -88,7 +88,9 @@ row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
         for (int k = 0; k < 4; k++)
             a[k] = _mm256_set1_ps(min ? INFINITY : -INFINITY);
         for (; i + 32 <= n; i += 32)
-            for (int k = 0; k < 4; k++) {
+            /* unrolled, or GCC keeps a[] in memory: a store and reload per vector */
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
                 __m256 v = _mm256_loadu_ps(p + i + 8 * k);
                 a[k] = min ? _mm256_min_ps(a[k], v) : _mm256_max_ps(a[k], v);
                 nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));

@@ -87,6 +87,7 @@ def test_an_int_argument_is_not_an_operand():
 
 @pytest.mark.parametrize("expr, dtype, message", [
     ("exp(self)", "i64", "exp() has no i64 form (declare result_dtype: floating)"),
+    ("normal_cdf(self)", "i32", "normal_cdf() has no i32 form (declare result_dtype: floating)"),
     ("self * 0.5", "i32", "float constant in an integer loop (i32)"),
     ("self * 0.5", "bool", "float constant in an integer loop (bool)"),
 ])
@@ -188,6 +189,21 @@ def test_integer_pow_and_dtype_limits():
     assert e.render("u8") == "yt__pw_ipow_i32(self, self)"
     assert e.render("f32") == "powf(self, self)"
     assert PointwiseExpr(pointwise_op("dtype_max()")).render("f16") == "(float)65504.0f"
+
+
+def test_normal_cdf_is_a_helper_of_floating_loops():
+    e = PointwiseExpr(pointwise_op("self * normal_cdf(self)"))
+    assert e.render("f32") == "self * yt__pw_normal_cdf_f(self)"
+    assert e.render("f64") == "self * yt__pw_normal_cdf_d(self)"
+
+
+def test_only_loops_calling_libm_class_functions_get_the_avx512_clone():
+    clones = {loop["dtype"]: loop["clones"] for loop in kernel("exp(self)", "  result_dtype: floating\n")["loops"]}
+    assert clones == {"f16": True, "bf16": True, "f32": True, "f64": True}
+    assert not any(loop["clones"] for loop in kernel("self * 2 + abs(self)")["loops"])
+    # the helper's integer form is integer arithmetic, not a libm call
+    assert [loop["clones"] for loop in kernel("pow(self, self)")["loops"]][-3:] == [True, True, True]
+    assert not kernel("pow(self, self)")["loops"][1]["clones"]
 
 
 def test_a_dtype_without_a_form_has_no_loop():
