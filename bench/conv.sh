@@ -9,6 +9,8 @@
 # Usage: bench/conv.sh BUILD_DIR
 set -eu
 build=${1:-build}
+# never time a stale binary: bring it up to date with the library first
+make -s --no-print-directory BUILD="$build" "$build/bench/conv" >&2
 out=$(mktemp)
 for t in 1 2; do
     for round in 1 2 3; do

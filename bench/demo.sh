@@ -6,6 +6,8 @@
 # Usage: bench/demo.sh BUILD_DIR [EPOCHS]   (default 1 epoch; the demo itself runs 3)
 set -eu
 build=${1:-build}
+# never time a stale binary: bring it up to date with the library first
+make -s --no-print-directory BUILD="$build" "$build/yaten" >&2
 epochs=${2:-1}
 out=$(mktemp) dir=$(mktemp -d)
 trap 'rm -rf "$out" "$dir"' EXIT

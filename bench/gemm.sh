@@ -17,6 +17,8 @@
 # directly and never loads libblas.so.3.
 set -eu
 build=${1:-build}
+# never time a stale binary: bring it up to date with the library first
+make -s --no-print-directory BUILD="$build" "$build/bench/gemm" >&2
 shift || true
 threads_list=${*:-1 2}
 rounds=${ROUNDS:-3}

@@ -4,6 +4,8 @@
 # torch / yaten (> 1: yaten faster). Usage: bench/norm.sh BUILD_DIR
 set -eu
 build=${1:-build}
+# never time a stale binary: bring it up to date with the library first
+make -s --no-print-directory BUILD="$build" "$build/bench/norm" >&2
 for threads in 1 2; do
     out=$(mktemp)
     for round in 1 2 3; do

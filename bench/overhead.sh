@@ -4,6 +4,8 @@
 # Usage: bench/overhead.sh BUILD_DIR
 set -eu
 build=${1:-build}
+# never time a stale binary: bring it up to date with the library first
+make -s --no-print-directory BUILD="$build" "$build/bench/overhead" "$build/bench/overhead_torch" >&2
 export OMP_NUM_THREADS=1
 out=$(mktemp)
 for round in 1 2 3; do

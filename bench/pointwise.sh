@@ -4,6 +4,8 @@
 # Usage: bench/pointwise.sh BUILD_DIR [CASE...]
 set -eu
 build=${1:-build}
+# never time a stale binary: bring it up to date with the library first
+make -s --no-print-directory BUILD="$build" "$build/bench/pointwise" >&2
 [ $# -gt 0 ] && shift
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 out=$(mktemp)

@@ -6,6 +6,8 @@
 # Usage: [THREADS="1 2"] bench/reduce.sh BUILD_DIR
 set -eu
 build=${1:-build}
+# never time a stale binary: bring it up to date with the library first
+make -s --no-print-directory BUILD="$build" "$build/bench/reduce" >&2
 for threads in ${THREADS:-1 2}; do
     out=$(mktemp)
     for round in 1 2 3; do

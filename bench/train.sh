@@ -10,6 +10,8 @@
 # Usage: bench/train.sh BUILD_DIR [mlp|cnn|transformer ...]
 set -eu
 build=${1:-build}
+# never time a stale binary: bring it up to date with the library first
+make -s --no-print-directory BUILD="$build" "$build/bench/train" "$build/bench/train_torch" >&2
 [ $# -gt 0 ] && shift
 rounds=${ROUNDS:-3}
 out=$(mktemp)
