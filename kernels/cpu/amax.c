@@ -87,7 +87,10 @@ row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
         __m256 a[4], nan = _mm256_setzero_ps();
         for (int k = 0; k < 4; k++)
             a[k] = _mm256_set1_ps(min ? INFINITY : -INFINITY);
-        for (; i + 32 <= n; i += 32)
+        for (; i + 32 <= n; i += 32) {
+            /* 2 KiB ahead: one stream alone gets too few lines in flight from memory */
+            __builtin_prefetch(p + i + 512);
+            __builtin_prefetch(p + i + 528);
             /* unrolled, or GCC keeps a[] in memory: a store and reload per vector */
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             {
@@ -95,6 +98,7 @@ row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
                 a[k] = min ? _mm256_min_ps(a[k], v) : _mm256_max_ps(a[k], v);
                 nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
             }
+        }
         __m256 m = min ? _mm256_min_ps(_mm256_min_ps(a[0], a[1]), _mm256_min_ps(a[2], a[3]))
                        : _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
         float r = min ? yt__hmin8(m) : yt__hmax8(m);

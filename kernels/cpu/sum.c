@@ -74,6 +74,9 @@ row_f32(acc *sum, const char *x, int64_t n, int64_t stride)
             int64_t run = n - i < F32_RUN ? (n - i) / 32 * 32 : F32_RUN;
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
             for (int64_t r = 0; r < run; r += 32) {
+                /* 2 KiB ahead: one stream alone gets too few lines in flight from memory */
+                __builtin_prefetch(p + i + r + 512);
+                __builtin_prefetch(p + i + r + 528);
                 a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i + r));
                 a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + r + 8));
                 a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + r + 16));
