@@ -3,7 +3,6 @@
  * padded, negative and zero (broadcast) strides, alpha / beta, k = 0, m or n = 0, NaN handling
  * (beta = 0 overwrites C), batches, one and two threads, and elements around C left alone. */
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +131,8 @@ run_case(const gemm_case *t)
         cf[i] = (float)c0[i];
         cd[i] = c0[i];
     }
-    int saved_threads = omp_get_max_threads();
-    omp_set_num_threads(t->threads);
+    int saved_threads = yt_get_num_threads();
+    yt_set_num_threads(t->threads);
     yt__gemm_threads_set_always(t->threads > 1); /* the split path even for small products */
     yt_status s;
     if (t->f64)
@@ -143,7 +142,7 @@ run_case(const gemm_case *t)
         s = yt__gemm_f32(t->ta, t->tb, t->m, t->n, t->k, (float)t->alpha, af + la.base, la.rs,
                          la.cs, bf + lb.base, lb.rs, lb.cs, (float)t->beta, cf + lc.base, lc.rs,
                          lc.cs);
-    omp_set_num_threads(saved_threads);
+    yt_set_num_threads(saved_threads);
     yt__gemm_threads_set_always(0);
     cr_assert_eq(s, YT_OK, "%s", yt_errmsg());
 
@@ -337,7 +336,7 @@ Test(gemm, batched_with_broadcast_operand)
             a[i] = (float)uniform();
         for (int64_t i = 0; i < batch * k * n; i++)
             b[i] = (float)uniform();
-        omp_set_num_threads(threads);
+        yt_set_num_threads(threads);
         yt__gemm_threads_set_always(threads > 1); /* entries spread over the threads */
         /* A shared by every entry (batch stride 0), B transposed per entry. */
         cr_assert_eq(yt__gemm_batched_f32(false, true, batch, m, n, k, 1.0f, a, 0, k, 1, b, k * n,
