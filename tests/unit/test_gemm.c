@@ -1,7 +1,8 @@
 /* The internal GEMM entry (kernels/cpu/gemm.h) against a double-precision triple loop: random
  * shapes on both sides of the small-path / BLIS threshold, transposes, row-major, column-major,
  * padded, negative and zero (broadcast) strides, alpha / beta, k = 0, m or n = 0, NaN handling
- * (beta = 0 overwrites C), batches, one and two threads, and elements around C left alone. */
+ * (beta = 0 overwrites C), batches, one and two threads (BLIS's path split over the pool too), and
+ * elements around C left alone. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -242,6 +243,28 @@ Test(gemm, every_kernel_set)
         }
         if (got < level)
             break;
+    }
+    yt__gemm_small_set_level(-1);
+}
+
+Test(gemm, blis_path_split_over_threads)
+{
+    /* With the small path off (kernel level 0) products go to BLIS, which runs single-threaded:
+     * past 96^3 multiply-adds one BLIS call per block of rows (or columns, when C is wider) of C,
+     * on two threads here. Shapes put block edges off the 16-row steps and leave a short last
+     * block; every layout BLIS takes. */
+    int got = yt__gemm_small_set_level(0);
+    cr_assert_eq(got, 0);
+    for (int it = 0; it < 24; it++) {
+        gemm_case t = {.f64 = it % 2, .ta = next() % 2, .tb = next() % 2};
+        t.m = pick(97, 260), t.n = pick(97, 260), t.k = pick(100, 300);
+        if (it % 3 == 0) /* C wider than tall: split by columns */
+            t.m = pick(30, 40), t.n = pick(250, 300), t.k = pick(250, 300);
+        t.alpha = it % 3 == 0 ? 1.0 : -0.5, t.beta = scalars[it % 4];
+        t.ka = (int)(next() % 3), t.kb = (int)(next() % 3), t.kc = (int)(next() % 3);
+        t.nan_c = t.beta == 0 && it / 4 % 2 == 0;
+        t.threads = 2;
+        run_case(&t);
     }
     yt__gemm_small_set_level(-1);
 }
