@@ -42,7 +42,8 @@ child_default(const char *env)
 
 Test(threads, default_is_omp_num_threads_else_the_cpus)
 {
-    /* before any call here reads the setting, so each child starts with none */
+    /* Criterion runs each test in a process of its own, and nothing here has read the setting
+     * yet: each child starts with none */
     cpu_set_t set;
     cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
     int cpus = CPU_COUNT(&set) & 255;
