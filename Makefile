@@ -27,17 +27,20 @@ QUIET_LINK = @printf '  LINK    %s\n' $@;
 QUIET_GEN = @printf '  GEN     %s\n' $@;
 endif
 
-BLIS_INC := /usr/include/x86_64-linux-gnu/blis-openmp
-BLIS_LIB := /usr/lib/x86_64-linux-gnu/blis-openmp
+# Debian's BLIS built without threads: yaten's kernel pool (runtime/parallel.c) is the only pool,
+# and the BLIS path splits its products over it.
+BLIS_INC := /usr/include/x86_64-linux-gnu/blis-serial
+BLIS_LIB := /usr/lib/x86_64-linux-gnu/blis-serial
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 OPT ?= -O2 -march=x86-64-v3 -mtune=native
-CFLAGS_BASE := -std=c11 $(WARN) $(OPT) -g -fPIC -fopenmp -fvisibility=hidden -D_GNU_SOURCE
+# -fopenmp-simd: the `omp simd` loops vectorise; nothing links or starts OpenMP's runtime.
+CFLAGS_BASE := -std=c11 $(WARN) $(OPT) -g -fPIC -fopenmp-simd -fvisibility=hidden -D_GNU_SOURCE
 CPPFLAGS_LIB := -Iinclude -Igenerated/include -Iruntime -Igenerated -Ikernels/cpu -I$(BLIS_INC) \
                 -DYT_BUILDING_LIBRARY
 SAN_FLAGS :=
 CFLAGS += $(CFLAGS_BASE) $(SAN_FLAGS)
-LDLIBS_LIB := -L$(BLIS_LIB) -Wl,-rpath,$(BLIS_LIB) -lblis -fopenmp -ljansson -lz -lm -lpthread
+LDLIBS_LIB := -L$(BLIS_LIB) -Wl,-rpath,$(BLIS_LIB) -lblis -ljansson -lz -lm -lpthread
 
 # nn/ (modules, optimizers, data, serialization) is built on the public API, in the same library.
 LIB_SRC := $(sort $(wildcard runtime/*.c runtime/autograd/*.c kernels/cpu/*.c kernels/composite/*.c)) \
@@ -70,7 +73,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 comma := ,
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
-.PHONY: all lib generate check-generated deps deps-test deps-bench deps-demo demo test test-unit test-diff \
+.PHONY: all lib generate check-generated check-no-openmp deps deps-test deps-bench deps-demo demo test test-unit test-diff \
         test-nn test-optim test-io test-cli test-codegen test-examples test-asan fuzz bench install uninstall clean \
         format check-format
 .DEFAULT_GOAL := all
@@ -150,6 +153,7 @@ demo: deps-demo
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory check-generated
 	$(Q)$(MAKE) --no-print-directory check-format
+	$(Q)$(MAKE) --no-print-directory check-no-openmp
 	$(Q)$(MAKE) --no-print-directory test-codegen
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-diff
@@ -159,6 +163,15 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-cli
 	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
+
+# yaten's kernel pool is its only thread pool: neither the library nor the command may need
+# OpenMP's runtime (libgomp, directly or through BLIS), nor may an object call into it.
+check-no-openmp: lib $(YATEN_CLI)
+	$(Q)! ldd $(BUILD)/libyaten.so $(YATEN_CLI) | grep libgomp || \
+	  { echo "libyaten.so or yaten links libgomp: build with -fopenmp-simd and a serial BLIS" >&2; exit 1; }
+	$(Q)! nm -u $(STATIC_LIB) | grep -E ' (GOMP_|omp_)' || \
+	  { echo "libyaten.a calls OpenMP's runtime (above)" >&2; exit 1; }
+	@echo "  OK      libyaten.so and yaten do not link libgomp"
 
 # pytest from whichever Python has it (Debian's python3-pytest installs it for /usr/bin/python3).
 PYTEST := $(shell for p in $(PYTHON) /usr/bin/python3; do \
@@ -279,6 +292,8 @@ $(BUILD)/bench/%_torch: bench/%_torch.cpp
 	$(QUIET_LINK)g++ -std=c++17 -O2 -I/usr/include/torch/csrc/api/include $< -o $@ \
 	  -ltorch -ltorch_cpu -lc10
 
+# bench/gemm.c calls BLIS directly beside yaten.
+$(BUILD)/bench/gemm: CPPFLAGS_TEST += -I$(BLIS_INC)
 $(BUILD)/bench/%: bench/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)

@@ -1,11 +1,10 @@
 /* GEMM throughput: yaten's yt_mm_out against a direct BLIS call with the same operands and
- * strides, f32, for square sizes, the MLP shapes and their backward products (transposed
+ * strides (the serial BLIS the library links: one thread whatever THREADS says), f32, for square sizes, the MLP shapes and their backward products (transposed
  * views). Usage: build/bench/gemm THREADS. One line per case:
  *   gemm_<case>_<T>t yaten <GFLOP/s> blis <GFLOP/s>
  * Each number is the fastest of up to 11 timed batches (each >= 5 ms): on a machine shared
  * with other jobs the fastest batch is the one least disturbed. bench/gemm.sh interleaves this
  * with PyTorch (timed the same way) and prints the table. */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +18,7 @@
 #pragma GCC diagnostic ignored "-Wtype-limits"
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #pragma GCC diagnostic ignored "-Wshadow"
-#include "/usr/include/x86_64-linux-gnu/blis-openmp/blis.h"
+#include <blis.h>
 #pragma GCC diagnostic pop
 
 typedef struct {
@@ -96,7 +95,7 @@ run_blis(setup *s)
 {
     float one = 1.0f, zero = 0.0f;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(s->threads, &rntm);
+    bli_rntm_set_num_threads(1, &rntm); /* a BLIS built without threads */
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, s->g->m, s->g->n, s->g->k, &one, s->pa,
                  s->rsa, s->csa, s->pb, s->rsb, s->csb, &zero, s->pc, s->g->n, 1, NULL, &rntm);
 }
@@ -146,7 +145,10 @@ main(int argc, char **argv)
     const char *clock_name = getenv("GEMM_CLOCK");
     if (clock_name != NULL && strcmp(clock_name, "thread") == 0)
         clock_id = CLOCK_THREAD_CPUTIME_ID;
-    omp_set_num_threads(threads);
+    if (yt_set_num_threads(threads) != YT_OK) {
+        fprintf(stderr, "threads: %s\n", yt_errmsg());
+        return 1;
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const gemm_case *g = &cases[i];
         setup s = {.threads = threads, .g = g};

@@ -2,10 +2,9 @@
 # yaten's mm, a direct BLIS call and torch.mm on the same GEMM cases, interleaved (ROUNDS rounds,
 # default 3, of yaten+BLIS then torch) at 1 and 2 threads; prints the best GFLOP/s over the
 # rounds and the ratios. Usage: bench/gemm.sh BUILD_DIR [THREADS...]
-# yaten and BLIS run with OMP_WAIT_POLICY=PASSIVE (without it, BLIS's 2-thread column once fell
-# to ~0 on this shared 2-core machine). That makes each parallel yaten product wake a sleeping
-# thread (tens of microseconds in a VM), so yaten's 2-thread numbers here are conservative; with
-# libgomp's default policy it splits from about 96^3 multiply-adds (gemm_threads.h).
+# The BLIS column is the serial BLIS the library links, on one thread at every thread count
+# (yaten splits its BLIS products over its own pool). OMP_NUM_THREADS sets yaten's thread count;
+# OMP_WAIT_POLICY concerns only PyTorch (yaten's workers spin 300 us after a job, YT_SPIN_US).
 # GEMM_CLOCK=thread times one-thread runs in thread CPU time on both sides (robust to other jobs
 # preempting the benchmark on a shared machine; meaningless for more threads).
 # torch is at its best on OpenBLAS: Debian's libopenblas0-pthread (scripts/deps.sh bench) makes

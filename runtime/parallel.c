@@ -7,7 +7,6 @@
  * done (the caller waits for `done` to reach n before it returns). */
 #include <errno.h>
 #include <linux/futex.h>
-#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -37,6 +36,7 @@ static struct {
 } pool = {.start_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local bool in_chunk;
+static _Thread_local int thread_slot; /* yt__parallel_slot() */
 
 static int64_t
 now_ns(void)
@@ -123,8 +123,10 @@ worker_main(void *arg)
             }
         }
         seen = gen;
-        if (index < atomic_load_explicit(&pool.helpers, memory_order_relaxed))
+        if (index < atomic_load_explicit(&pool.helpers, memory_order_relaxed)) {
+            thread_slot = index + 1; /* the caller is 0; helpers < threads */
             work(gen);
+        }
     }
     return NULL;
 }
@@ -196,20 +198,36 @@ recent_wait(int64_t now)
 }
 
 int
+yt__parallel_slot(void)
+{
+    return in_chunk ? thread_slot : 0;
+}
+
+int
 yt__max_threads(void)
 {
-    return in_chunk || omp_in_parallel() ? 1 : omp_get_max_threads();
+    return in_chunk ? 1 : yt_get_num_threads();
 }
 
 /* Below this a job is not split; sleeping workers are woken only for jobs above WAKE_NS. */
 #define MIN_NS  3000.0
 #define WAKE_NS 40000.0
 
+static _Atomic bool always; /* yt__parallel_set_always */
+
+void
+yt__parallel_set_always(bool on)
+{
+    atomic_store_explicit(&always, on, memory_order_relaxed);
+}
+
 int
 yt__parallel_threads(double ns, int max_threads)
 {
     if (max_threads <= 1 || in_chunk || ns < MIN_NS)
         return 1;
+    if (atomic_load_explicit(&always, memory_order_relaxed))
+        return max_threads;
     if (ns < WAKE_NS && atomic_load_explicit(&pool.sleeping, memory_order_relaxed) > 0)
         return 1;
     double saved = ns * (1.0 - 1.0 / max_threads);
@@ -231,10 +249,13 @@ static int64_t
 run_serial(int64_t n_chunks, yt__chunk_fn fn, void *ctx)
 {
     bool was = in_chunk; /* chunks see one thread, however they are run */
+    int was_slot = thread_slot;
     in_chunk = true;
+    thread_slot = 0;
     for (int64_t c = 0; c < n_chunks; c++)
         fn(ctx, c);
     in_chunk = was;
+    thread_slot = was_slot;
     return 0;
 }
 
@@ -264,6 +285,7 @@ yt__parallel_run(int64_t n_chunks, int threads, yt__chunk_fn fn, void *ctx)
         futex_wake_all(&pool.wake_word);
     }
     in_chunk = true; /* nested parallel calls from our own chunks run serially */
+    thread_slot = 0;
     int64_t t_start = now_ns();
     int64_t mine = work(gen);
     int64_t t_mine = now_ns();

@@ -13,8 +13,10 @@
  * sleeping thread costs tens of microseconds in a VM. The caller wakes sleepers only for jobs
  * worth it (see yt__parallel_threads).
  *
- * Thread count: yt_get_num_threads() of the calling thread. One caller uses the pool at a time;
- * a concurrent caller, or a call from inside a chunk, runs its chunks itself. */
+ * Thread count: yt_get_num_threads() (process-wide). One caller uses the pool at a time; a
+ * concurrent caller, or a call from inside a chunk, runs its chunks itself. This is yaten's only
+ * thread pool: the library starts no OpenMP threads (it is built with -fopenmp-simd) and links
+ * a BLIS that starts none either. */
 #ifndef YT_RUNTIME_PARALLEL_H
 #define YT_RUNTIME_PARALLEL_H
 
@@ -28,13 +30,22 @@ typedef void (*yt__chunk_fn)(void *ctx, int64_t chunk);
  * (record failures in ctx). n_chunks <= 65535. */
 YT_INTERNAL int64_t yt__parallel_run(int64_t n_chunks, int threads, yt__chunk_fn fn, void *ctx);
 
+/* Inside a chunk of a job run on `threads` threads: a number in [0, threads) that no chunk
+ * running at the same time has, to pick per-thread scratch (never to decide a result). 0
+ * outside a chunk. */
+YT_INTERNAL int yt__parallel_slot(void);
+
 /* How many threads a job of about `ns` nanoseconds of one thread's work should use: 1 below a
  * couple of microseconds; `max_threads` when the pool's workers are awake (spinning) or the job
  * is long enough to pay for waking them; 1 while recent jobs show workers that arrive late
  * (another process holds the other cores). */
 YT_INTERNAL int yt__parallel_threads(double ns, int max_threads);
 
-/* The calling thread's yt_get_num_threads(), 1 inside a chunk (or an OpenMP region). Kernels
+/* For tests: with `on`, yt__parallel_threads gives max_threads to every job it would not refuse
+ * for its size, whatever the load, so that tests exercise the split at every run. */
+YT_INTERNAL void yt__parallel_set_always(bool on);
+
+/* yt_get_num_threads(), or 1 inside a chunk. Kernels
  * whose results depend on how the work is cut (sums of per-chunk partial results) derive their
  * chunks from this and the problem's size only, never from yt__parallel_threads, which follows
  * the machine's load: the same program then gives the same bits whichever threads ran. */

@@ -6,7 +6,7 @@
  * other. Contiguous operands collapse to a single dim and `loop` runs once over everything;
  * otherwise `loop` runs once per innermost row, or per row of a tile when an operand is
  * transposed against the others (see run_tiles). Above YT_PARALLEL_GRAIN elements the flat range
- * is split across OpenMP threads, each starting mid-row where its share begins.
+ * is split into chunks on the kernel pool, each starting mid-row where its share begins.
  *
  * Everything lives on the stack: no allocation, and per row only the loop call and an
  * odometer step. */

@@ -4,7 +4,7 @@
 # As root it runs apt-get; otherwise it prints the exact command to run and fails.
 set -eu
 
-build="gcc make pkg-config libblis-openmp-dev libyaml-dev zlib1g-dev libjansson-dev python3-jinja2 python3-yaml clang-format-14"
+build="gcc make pkg-config libblis-serial-dev libyaml-dev zlib1g-dev libjansson-dev python3-jinja2 python3-yaml clang-format-14"
 test_pkgs="libcriterion-dev python3-pytest python3-torch python3-numpy dataset-fashion-mnist"
 bench_pkgs="libtorch-dev python3-torch libopenblas0-pthread dataset-fashion-mnist"
 demo_pkgs="dataset-fashion-mnist gnuplot-nox"

@@ -99,11 +99,13 @@ YT_API const char *yt_blas_info(void);
 
 /* ---- threads ---- */
 
-/* Sets how many threads yaten's kernels use from the calling thread on (OpenMP's pool; kernels
- * stay single-threaded on small work whatever this says). Errors: YT_ERR_VALUE when threads < 1. */
+/* Sets how many threads yaten's kernels may use, for the whole process (every calling thread;
+ * like torch.set_num_threads). Kernels stay single-threaded on small work whatever this says.
+ * Errors: YT_ERR_VALUE when threads < 1. */
 YT_API yt_status yt_set_num_threads(int threads);
 
-/* The thread count kernels called from this thread may use. */
+/* The thread count kernels may use: the last yt_set_num_threads, else OMP_NUM_THREADS when it
+ * holds a count from 1 to 1024 (read once), else the number of CPUs this process may run on. */
 YT_API int yt_get_num_threads(void);
 
 /* ---- random numbers ---- */

@@ -2,11 +2,31 @@
  * [outer, n_i, inner]: an input that is contiguous and of the result's dtype is one memcpy of
  * n_i * inner elements per outer index (one memcpy in all when dim is the first non-trivial dim);
  * any other input is copied into its narrowed view of the result by the strided, converting copy.
- * Copies of 8 MiB and more split the outer loop across threads. Legacy rule kept from PyTorch: 1-D inputs of
- * size 0 are skipped whatever their rank mismatch. */
+ * Copies of 8 MiB and more split the outer loop over the kernel pool. Legacy rule kept from
+ * PyTorch: 1-D inputs of size 0 are skipped whatever their rank mismatch. */
 #include <string.h>
 
 #include "kernels.h"
+#include "parallel.h"
+
+/* memcpy is memory-bound: a second thread pays off only for large copies */
+#define PARALLEL_BYTES (8 << 20)
+
+/* `outer` runs of `run` bytes, from src (packed) to dst (`stride` bytes apart), in `chunks`. */
+typedef struct copy_job {
+    char *dst;
+    const char *src;
+    size_t run, stride;
+    int64_t outer, chunks;
+} copy_job;
+
+static void
+copy_chunk(void *ctx, int64_t c)
+{
+    const copy_job *j = ctx;
+    for (int64_t o = j->outer * c / j->chunks; o < j->outer * (c + 1) / j->chunks; o++)
+        memcpy(j->dst + (size_t)o * j->stride, j->src + (size_t)o * j->run, j->run);
+}
 
 static bool
 skipped(const yt_tensor *t)
@@ -44,11 +64,15 @@ yt__cpu_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, int64
             if (outer == 1) {
                 memcpy(dst, src, run);
             } else {
-                int64_t bytes = outer * (int64_t)run;
-/* memcpy is memory-bound: a second thread pays off only for large copies (8 MiB) */
-#pragma omp parallel for if (bytes > (8 << 20)) schedule(static)
-                for (int64_t o = 0; o < outer; o++)
-                    memcpy(dst + (size_t)o * stride, src + (size_t)o * run, run);
+                double bytes = (double)outer * (double)run;
+                /* about 5 bytes per nanosecond on one thread */
+                int threads = bytes > PARALLEL_BYTES
+                                  ? yt__parallel_threads(bytes / 5.0, yt__max_threads())
+                                  : 1;
+                copy_job j = {dst, src, run, stride, outer, 1};
+                if (threads > 1)
+                    j.chunks = 4 * (int64_t)threads < outer ? 4 * (int64_t)threads : outer;
+                yt__parallel_run(j.chunks, threads, copy_chunk, &j);
             }
         } else {
             int64_t sizes[YT_MAX_DIM];

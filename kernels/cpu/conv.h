@@ -79,8 +79,8 @@ typedef yt_status (*yt__conv_fill_fn)(yt_tensor *target, void *ctx);
 YT_INTERNAL yt_status yt__conv_into(yt_tensor *result, yt__conv_fill_fn fill, void *ctx);
 
 /* C = alpha op(A) op(B) + beta C with strides in elements (the interface of yt__gemm_f32 in
- * kernels/cpu/gemm.h, which these will call once it lands). Single-threaded: callers
- * parallelise over images. */
+ * kernels/cpu/gemm.h, which these call). Single-threaded inside a pool chunk (callers
+ * parallelise over images); may use the pool when called outside one. */
 YT_INTERNAL void yt__conv_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                                    float alpha, const float *a, int64_t rsa, int64_t csa,
                                    const float *b, int64_t rsb, int64_t csb, float beta, float *c,
@@ -101,8 +101,8 @@ YT_INTERNAL bool yt__conv_direct_ok(const yt__conv_geom *g);
 YT_INTERNAL yt_status yt__conv_direct(yt__conv_kind kind, void *out, const void *a, const void *b,
                                       const void *bias, const yt__conv_geom *g, bool f64, int nt);
 
-/* Below this many multiply-adds (~0.2 ms on one core) a convolution stays on one thread: the
- * fork/join of a parallel region costs tens of microseconds, far more on a loaded machine. */
+/* Below this many multiply-adds (~0.2 ms on one core) a convolution stays on one thread: waking
+ * the pool's workers costs tens of microseconds, far more on a loaded machine. */
 #define YT_CONV_PARALLEL_MACS 16000000
 
 #endif

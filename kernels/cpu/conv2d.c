@@ -1,12 +1,12 @@
 /* conv2d and its two backward ops on the CPU: im2col + one GEMM per image and group (a direct
- * loop for one input channel per group), images spread over threads above a size threshold.
+ * loop for one input channel per group), images spread over the kernel pool above a size
+ * threshold (stride 1 goes to conv_direct.c).
  * f16 and bf16 compute in f32. The column matrices live in one scratch block per call from the
  * caching allocator, so steady-state training does not page-fault.
  *
  * The three ops close under differentiation (conv2d_backward_input is linear in grad_output and
  * in weight, conv2d_backward_weight in grad_output and in input), which is what makes double
  * backward work: see derivatives.yaml. */
-#include <omp.h>
 #include <string.h>
 
 #include "conv.h"
@@ -37,15 +37,58 @@ typedef struct conv_call {
     yt_tensor *bias;
 } conv_call;
 
+static double
+conv_macs(const yt__conv_geom *g)
+{
+    return (double)g->n * (double)g->c_out * (double)(g->oh * g->ow) *
+           (double)(g->c_in / g->groups * g->kh * g->kw);
+}
+
+/* Whether the images are worth spreading over threads (from the size only). */
+static bool
+conv_splits(const yt__conv_geom *g)
+{
+    return conv_macs(g) >= YT_CONV_PARALLEL_MACS && g->n >= 2;
+}
+
 static int
 conv_threads(const yt__conv_geom *g)
 {
-    double macs = (double)g->n * (double)g->c_out * (double)(g->oh * g->ow) *
-                  (double)(g->c_in / g->groups * g->kh * g->kw);
     int nt = yt__max_threads();
-    if (macs < YT_CONV_PARALLEL_MACS || nt < 2 || g->n < 2)
+    if (!conv_splits(g) || nt < 2)
         return 1;
     return nt < g->n ? nt : (int)g->n;
+}
+
+/* The weight gradient's image blocks, each summed into its own partial: from the size (and a
+ * thread setting above WEIGHT_BLOCKS) only, so any thread count up to WEIGHT_BLOCKS gives the
+ * same bits. The partials past the first take at most WEIGHT_PARTIAL_BYTES. */
+#define WEIGHT_BLOCKS        8
+#define WEIGHT_PARTIAL_BYTES ((int64_t)32 << 20)
+
+static int64_t
+weight_blocks(const yt__conv_geom *g, size_t es)
+{
+    if (!conv_splits(g))
+        return 1;
+    int64_t blocks = yt__max_threads() > WEIGHT_BLOCKS ? yt__max_threads() : WEIGHT_BLOCKS;
+    if (blocks > g->n)
+        blocks = g->n;
+    int64_t part = g->c_out * (g->c_in / g->groups * g->kh * g->kw) * (int64_t)es;
+    if ((blocks - 1) * part > WEIGHT_PARTIAL_BYTES)
+        blocks = 1 + WEIGHT_PARTIAL_BYTES / part;
+    return blocks;
+}
+
+/* Runs the pass `fn` over `chunks` chunks on up to `threads` threads. A single chunk runs
+ * directly, so that the GEMMs inside may use the pool themselves (one large image). */
+static void
+conv_run(int64_t chunks, int threads, yt__chunk_fn fn, void *j)
+{
+    if (chunks == 1)
+        fn(j, 0);
+    else
+        yt__parallel_run(chunks, threads, fn, j);
 }
 
 static yt_status
@@ -76,41 +119,53 @@ conv_fill(yt_tensor *target, void *ctx)
         return st;
     }
     int64_t kdim = g->c_in / g->groups * g->kh * g->kw, p = g->oh * g->ow;
-    /* one column matrix per thread; backward_weight adds a partial gradient per extra thread */
-    size_t col_bytes = (size_t)(kdim * p) * es * (size_t)nt;
-    size_t part_bytes =
-        c->kind == YT_CONV_BACKWARD_WEIGHT ? (size_t)(g->c_out * kdim) * es * (size_t)(nt - 1) : 0;
+    bool weight = c->kind == YT_CONV_BACKWARD_WEIGHT;
+    /* about 40 multiply-adds per nanosecond on one thread */
+    int threads = nt > 1 ? yt__parallel_threads(conv_macs(g) / 40.0, nt) : 1;
+    int64_t chunks = weight        ? weight_blocks(g, es)
+                     : threads > 1 ? (4 * (int64_t)threads < g->n ? 4 * (int64_t)threads : g->n)
+                                   : 1;
+    if (threads > chunks)
+        threads = (int)chunks;
+    /* a column matrix per thread that may run; backward_weight adds a partial per extra block */
+    size_t col_bytes = (size_t)(kdim * p) * es * (size_t)threads;
+    size_t part_bytes = weight ? (size_t)(g->c_out * kdim) * es * (size_t)(chunks - 1) : 0;
     size_t bytes = col_bytes + part_bytes;
     char *scratch = bytes > 0 ? yt__cpu_alloc(bytes) : NULL;
     yt_status status = YT_OK;
     if (bytes > 0 && scratch == NULL) {
         status =
             yt__fail_status(YT_ERR_NOMEM, "conv2d: cannot allocate %zu bytes of scratch", bytes);
-    } else if (p > 0 || c->kind == YT_CONV_BACKWARD_WEIGHT) {
+    } else if (p > 0 || weight) {
         void *out = yt__data_ptr(target);
         const void *pa = yt__data_ptr(a), *pb = yt__data_ptr(b);
         const void *pbias = bias != NULL ? yt__data_ptr(bias) : NULL;
         bool f64 = dtype == YT_DTYPE_F64;
+        conv_job_f32 j32 = {
+            out,    pa, pb,     pbias, g, (float *)scratch, (float *)(scratch + col_bytes),
+            chunks, 1,  threads};
+        conv_job_f64 j64 = {
+            out,    pa, pb,     pbias, g, (double *)scratch, (double *)(scratch + col_bytes),
+            chunks, 1,  threads};
+        void *j = f64 ? (void *)&j64 : (void *)&j32;
         switch (c->kind) {
         case YT_CONV_FORWARD:
-            if (f64)
-                conv_forward_f64(out, pa, pb, pbias, g, (double *)scratch, nt);
-            else
-                conv_forward_f32(out, pa, pb, pbias, g, (float *)scratch, nt);
+            conv_run(chunks, threads, f64 ? conv_forward_f64 : conv_forward_f32, j);
             break;
         case YT_CONV_BACKWARD_INPUT:
-            if (f64)
-                conv_backward_input_f64(out, pa, pb, g, (double *)scratch, nt);
-            else
-                conv_backward_input_f32(out, pa, pb, g, (float *)scratch, nt);
+            conv_run(chunks, threads, f64 ? conv_backward_input_f64 : conv_backward_input_f32, j);
             break;
         case YT_CONV_BACKWARD_WEIGHT:
-            if (f64)
-                conv_backward_weight_f64(out, pa, pb, g, (double *)scratch,
-                                         (double *)(scratch + col_bytes), nt);
-            else
-                conv_backward_weight_f32(out, pa, pb, g, (float *)scratch,
-                                         (float *)(scratch + col_bytes), nt);
+            conv_run(chunks, threads, f64 ? conv_backward_weight_f64 : conv_backward_weight_f32, j);
+            if (chunks > 1) {
+                /* an add per partial element, about a third of a nanosecond */
+                double ns = (double)(chunks - 1) * (double)(g->c_out * kdim) / 3.0;
+                int sum_threads = yt__parallel_threads(ns, yt__max_threads());
+                int64_t sum_chunks = sum_threads > 1 ? 4 * (int64_t)sum_threads : 1;
+                j32.sum_chunks = j64.sum_chunks = sum_chunks;
+                yt__parallel_run(sum_chunks, sum_threads,
+                                 f64 ? conv_weight_sum_f64 : conv_weight_sum_f32, j);
+            }
             break;
         }
     }

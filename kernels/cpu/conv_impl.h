@@ -12,6 +12,7 @@
 #define FORWARD         CAT(conv_forward, SFX)
 #define BACKWARD_INPUT  CAT(conv_backward_input, SFX)
 #define BACKWARD_WEIGHT CAT(conv_backward_weight, SFX)
+#define WEIGHT_SUM      CAT(conv_weight_sum, SFX)
 #define DIRECT1         CAT(conv_direct_c1, SFX)
 
 /* Output range [lo, hi) of positions o whose tap o * s - p + off lands inside [0, size). */
@@ -129,17 +130,45 @@ DIRECT1(T *y, const T *x, const T *w, const T *bias, int64_t og, const yt__conv_
     }
 }
 
-static void
-FORWARD(T *y, const T *x, const T *w, const T *bias, const yt__conv_geom *g, T *scratch,
-        int nthreads)
+/* The arguments of one pass, for its chunks. Forward and backward_input: chunk c takes images
+ * [n c / chunks, n (c + 1) / chunks), each image on its own (the split never changes a value).
+ * backward_weight: chunk c sums the images of block c into its partial (block 0 into gw, the
+ * others into `partials`), and WEIGHT_SUM adds the partials into gw in block order; `chunks`
+ * comes from the size only, so the bits do not depend on the threads. The column matrix of a
+ * chunk is scratch slot yt__parallel_slot() (`slots` of them: one per thread that may run). */
+typedef struct CAT(conv_job, SFX) {
+    T *out;
+    const T *a, *b, *bias;
+    const yt__conv_geom *g;
+    T *scratch, *partials;
+    int64_t chunks, sum_chunks, slots;
+} CAT(conv_job, SFX);
+
+static T *
+CAT(conv_col, SFX)(const CAT(conv_job, SFX) * j)
 {
+    const yt__conv_geom *g = j->g;
+    int64_t kdim = g->c_in / g->groups * g->kh * g->kw, p = g->oh * g->ow;
+    if (j->scratch == NULL) /* no column matrix needed (p == 0) */
+        return NULL;
+    int64_t s = j->slots > 1 ? yt__parallel_slot() : 0;
+    return j->scratch + s * kdim * p;
+}
+
+/* y = conv(x, w) + bias for the images of chunk c. */
+static void
+FORWARD(void *ctx, int64_t c)
+{
+    const CAT(conv_job, SFX) *j = ctx;
+    const yt__conv_geom *g = j->g;
+    T *y = j->out;
+    const T *x = j->a, *w = j->b, *bias = j->bias;
     int64_t cg = g->c_in / g->groups, og = g->c_out / g->groups;
     int64_t kdim = cg * g->kh * g->kw, p = g->oh * g->ow, hw = g->h * g->w;
     bool direct = cg == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
     bool as_input = CAT(col_is_input, SFX)(g);
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (int64_t n = 0; n < g->n; n++) {
-        T *col = scratch + (int64_t)omp_get_thread_num() * kdim * p;
+    T *col = CAT(conv_col, SFX)(j);
+    for (int64_t n = g->n * c / j->chunks; n < g->n * (c + 1) / j->chunks; n++) {
         for (int64_t gi = 0; gi < g->groups; gi++) {
             const T *xg = x + (n * g->c_in + gi * cg) * hw;
             const T *wg = w + gi * og * kdim;
@@ -163,15 +192,19 @@ FORWARD(T *y, const T *x, const T *w, const T *bias, const yt__conv_geom *g, T *
     }
 }
 
+/* gx = col2im(w^T gy) for the images of chunk c. */
 static void
-BACKWARD_INPUT(T *gx, const T *gy, const T *w, const yt__conv_geom *g, T *scratch, int nthreads)
+BACKWARD_INPUT(void *ctx, int64_t c)
 {
+    const CAT(conv_job, SFX) *j = ctx;
+    const yt__conv_geom *g = j->g;
+    T *gx = j->out;
+    const T *gy = j->a, *w = j->b;
     int64_t cg = g->c_in / g->groups, og = g->c_out / g->groups;
     int64_t kdim = cg * g->kh * g->kw, p = g->oh * g->ow, hw = g->h * g->w;
     bool as_input = CAT(col_is_input, SFX)(g);
-#pragma omp parallel for num_threads(nthreads) schedule(static) if (nthreads > 1)
-    for (int64_t n = 0; n < g->n; n++) {
-        T *col = scratch + (int64_t)omp_get_thread_num() * kdim * p;
+    T *col = CAT(conv_col, SFX)(j);
+    for (int64_t n = g->n * c / j->chunks; n < g->n * (c + 1) / j->chunks; n++) {
         for (int64_t gi = 0; gi < g->groups; gi++) {
             T *gxg = gx + (n * g->c_in + gi * cg) * hw;
             const T *wg = w + gi * og * kdim;
@@ -189,43 +222,48 @@ BACKWARD_INPUT(T *gx, const T *gy, const T *w, const yt__conv_geom *g, T *scratc
     }
 }
 
-/* gw [c_out, kdim] = sum over images of gy_n [og, p] @ col_n^T [p, kdim], per group. Each thread
- * sums its images into its own partial (thread 0 into gw), then the partials are added. */
+/* The partial weight gradient of block c: sum over its images of gy_n [og, p] @ col_n^T
+ * [p, kdim], per group. */
 static void
-BACKWARD_WEIGHT(T *gw, const T *gy, const T *x, const yt__conv_geom *g, T *scratch, T *partials,
-                int nthreads)
+BACKWARD_WEIGHT(void *ctx, int64_t c)
 {
+    const CAT(conv_job, SFX) *j = ctx;
+    const yt__conv_geom *g = j->g;
+    const T *gy = j->a, *x = j->b;
     int64_t cg = g->c_in / g->groups, og = g->c_out / g->groups;
     int64_t kdim = cg * g->kh * g->kw, p = g->oh * g->ow, hw = g->h * g->w;
     int64_t wsize = g->c_out * kdim;
     bool as_input = CAT(col_is_input, SFX)(g);
-#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
-    {
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        T *col = scratch + (int64_t)t * kdim * p;
-        T *acc = t == 0 ? gw : partials + (int64_t)(t - 1) * wsize;
-        for (int64_t q = 0; q < wsize; q++)
-            acc[q] = 0;
-        int64_t lo = g->n * t / nt, hi = g->n * (t + 1) / nt;
-        for (int64_t n = lo; n < hi; n++) {
-            for (int64_t gi = 0; gi < g->groups; gi++) {
-                const T *xg = x + (n * g->c_in + gi * cg) * hw;
-                const T *gyg = gy + (n * g->c_out + gi * og) * p;
-                const T *colg = xg;
-                if (!as_input) {
-                    IM2COL(xg, col, cg, g);
-                    colg = col;
-                }
-                GEMM(false, true, og, kdim, p, 1, gyg, p, 1, colg, p, 1, 1, acc + gi * og * kdim,
-                     kdim, 1);
+    T *col = CAT(conv_col, SFX)(j);
+    T *acc = c == 0 ? j->out : j->partials + (c - 1) * wsize;
+    for (int64_t q = 0; q < wsize; q++)
+        acc[q] = 0;
+    for (int64_t n = g->n * c / j->chunks; n < g->n * (c + 1) / j->chunks; n++) {
+        for (int64_t gi = 0; gi < g->groups; gi++) {
+            const T *xg = x + (n * g->c_in + gi * cg) * hw;
+            const T *gyg = gy + (n * g->c_out + gi * og) * p;
+            const T *colg = xg;
+            if (!as_input) {
+                IM2COL(xg, col, cg, g);
+                colg = col;
             }
+            GEMM(false, true, og, kdim, p, 1, gyg, p, 1, colg, p, 1, 1, acc + gi * og * kdim, kdim,
+                 1);
         }
-#pragma omp barrier
-#pragma omp for schedule(static)
-        for (int64_t q = 0; q < wsize; q++)
-            for (int u = 1; u < nt; u++)
-                gw[q] += partials[(int64_t)(u - 1) * wsize + q];
     }
+}
+
+/* gw += the partials of blocks 1.. in order, for the weight elements of sum chunk c. */
+static void
+WEIGHT_SUM(void *ctx, int64_t c)
+{
+    const CAT(conv_job, SFX) *j = ctx;
+    const yt__conv_geom *g = j->g;
+    int64_t wsize = g->c_out * (g->c_in / g->groups * g->kh * g->kw);
+    T *gw = j->out;
+    for (int64_t q = wsize * c / j->sum_chunks; q < wsize * (c + 1) / j->sum_chunks; q++)
+        for (int64_t u = 1; u < j->chunks; u++)
+            gw[q] += j->partials[(u - 1) * wsize + q];
 }
 
 #undef CAT_
@@ -235,4 +273,5 @@ BACKWARD_WEIGHT(T *gw, const T *gy, const T *x, const yt__conv_geom *g, T *scrat
 #undef FORWARD
 #undef BACKWARD_INPUT
 #undef BACKWARD_WEIGHT
+#undef WEIGHT_SUM
 #undef DIRECT1

@@ -2,10 +2,11 @@
  * in wrapping 64-bit integers for integral ones (PyTorch accumulates f32 in double on the CPU
  * too). The input is converted to the result's dtype first (f32/f64/i64 are used directly;
  * other dtypes go through an f64 or i64 copy) and seen as contiguous [outer, n, inner]; inner > 1
- * runs down blocks of COLS columns so every loop reads contiguous memory. */
-#include <omp.h>
-
+ * runs down blocks of COLS columns so every loop reads contiguous memory. Large inputs split
+ * the (outer, column block) units over the kernel pool: each unit is a whole run, so the split
+ * never changes a value. */
 #include "kernels.h"
+#include "parallel.h"
 
 #define COLS 256
 
@@ -14,6 +15,7 @@ typedef struct job {
     yt_dtype d; /* f32, f64 or i64 */
     const char *x;
     char *out;
+    int64_t units, chunks;
 } job;
 
 static void
@@ -53,6 +55,14 @@ run_block(const job *jb, int64_t u)
     }
 }
 
+static void
+run_chunk(void *ctx, int64_t c)
+{
+    const job *jb = ctx;
+    for (int64_t u = jb->units * c / jb->chunks; u < jb->units * (c + 1) / jb->chunks; u++)
+        run_block(jb, u);
+}
+
 yt_status
 yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -73,7 +83,7 @@ yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
     if (src == NULL || dst == NULL) {
         st = yt__last_status();
     } else {
-        job jb = {1, 1, 1, wd, yt__data_ptr(src), yt__data_ptr(dst)};
+        job jb = {1, 1, 1, wd, yt__data_ptr(src), yt__data_ptr(dst), 1, 1};
         if (self->dim > 0) {
             for (int64_t i = 0; i < dim; i++)
                 jb.outer *= self->sizes[i];
@@ -81,11 +91,14 @@ yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
             for (int64_t i = dim + 1; i < self->dim; i++)
                 jb.inner *= self->sizes[i];
         }
-        int64_t units = jb.outer * ((jb.inner + COLS - 1) / COLS);
-        int nth = result->numel >= YT_PARALLEL_GRAIN && units > 1 ? omp_get_max_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-        for (int64_t u = 0; u < units; u++)
-            run_block(&jb, u);
+        jb.units = jb.outer * ((jb.inner + COLS - 1) / COLS);
+        /* about a nanosecond per element (a dependent add, a load and a store) */
+        int threads = result->numel >= YT_PARALLEL_GRAIN && jb.units > 1
+                          ? yt__parallel_threads((double)result->numel, yt__max_threads())
+                          : 1;
+        jb.chunks =
+            threads > 1 ? (4 * (int64_t)threads < jb.units ? 4 * (int64_t)threads : jb.units) : 1;
+        yt__parallel_run(jb.chunks, threads, run_chunk, &jb);
         if (dst != result)
             st = yt__copy_into(result, dst);
     }

@@ -25,8 +25,8 @@
  * was tuned on it runs 215-230 GFLOP/s from 128^3 to 1024^3 at one thread, where BLIS 0.9's
  * skx kernels reach about 40. */
 #define AVX2_MAX_MACS (200.0 * 200.0 * 200.0)
-/* Below this many multiply-adds one thread is faster than waking a second one (for BLIS and
- * batches; the small path decides through gemm_threads.h). */
+/* Below this many multiply-adds one thread is faster than waking a second one: BLIS products
+ * and batch entries this small are not split (the small path decides through gemm_threads.h). */
 #define PARALLEL_MACS (96.0 * 96.0 * 96.0)
 
 /* Strides of a rows x cols matrix as BLIS wants them, or false when BLIS would refuse them (a
@@ -157,6 +157,54 @@ naive(const problem *p)
         }
 }
 
+/* The BLIS path: the library links a BLIS built without threads of its own, so a product worth
+ * splitting is cut into `parts` blocks of rows of C (of columns when C is wider than tall), each
+ * one BLIS call, run on the kernel pool. Block edges fall on multiples of BLIS_STEP. Each call
+ * packs the whole other operand again, so there is one block per thread. */
+#define BLIS_STEP 16
+
+typedef struct {
+    const problem *p;
+    int64_t rsa, csa, rsb, csb, rsc, csc; /* as blis_strides made them */
+    bool by_rows;
+    int64_t parts;
+} blis_job;
+
+static void
+blis_part(void *ctx, int64_t part)
+{
+    const blis_job *j = ctx;
+    const problem *p = j->p;
+    int64_t len = j->by_rows ? p->m : p->n, steps = (len + BLIS_STEP - 1) / BLIS_STEP;
+    int64_t lo = steps * part / j->parts * BLIS_STEP,
+            hi = steps * (part + 1) / j->parts * BLIS_STEP;
+    if (hi > len)
+        hi = len;
+    if (lo >= hi)
+        return;
+    size_t es = p->f64 ? sizeof(double) : sizeof(float);
+    /* rows lo..hi of A and C, or columns lo..hi of B and C */
+    const char *a =
+        (const char *)p->a + (j->by_rows ? (ptrdiff_t)(lo * j->rsa) * (ptrdiff_t)es : 0);
+    const char *b =
+        (const char *)p->b + (j->by_rows ? 0 : (ptrdiff_t)(lo * j->csb) * (ptrdiff_t)es);
+    char *c = (char *)p->c + (ptrdiff_t)(lo * (j->by_rows ? j->rsc : j->csc)) * (ptrdiff_t)es;
+    int64_t m = j->by_rows ? hi - lo : p->m, n = j->by_rows ? p->n : hi - lo;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(1, &rntm);
+    if (p->f64) {
+        double alpha = p->alpha, beta = p->beta;
+        bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, p->k, &alpha, (double *)a, j->rsa,
+                     j->csa, (double *)b, j->rsb, j->csb, &beta, (double *)c, j->rsc, j->csc, NULL,
+                     &rntm);
+    } else {
+        float alpha = (float)p->alpha, beta = (float)p->beta;
+        bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, p->k, &alpha, (float *)a, j->rsa,
+                     j->csa, (float *)b, j->rsb, j->csb, &beta, (float *)c, j->rsc, j->csc, NULL,
+                     &rntm);
+    }
+}
+
 /* Runs one checked, no-transpose problem with at most `threads` threads. */
 static yt_status
 run(const problem *pp, int threads)
@@ -184,26 +232,26 @@ run(const problem *pp, int threads)
                                 threads);
     }
     bias_into_c(p);
-    if (macs < PARALLEL_MACS)
-        threads = 1;
     if (!blis_ok) {
         naive(p);
         return YT_OK;
     }
     yt__blis_setup();
-    rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(threads, &rntm);
-    if (p->f64) {
-        double alpha = p->alpha, beta = p->beta;
-        bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &alpha, (double *)p->a,
-                     rsa, csa, (double *)p->b, rsb, csb, &beta, (double *)p->c, rsc, csc, NULL,
-                     &rntm);
-    } else {
-        float alpha = (float)p->alpha, beta = (float)p->beta;
-        bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, p->m, p->n, p->k, &alpha, (float *)p->a,
-                     rsa, csa, (float *)p->b, rsb, csb, &beta, (float *)p->c, rsc, csc, NULL,
-                     &rntm);
+    blis_job j = {p, rsa, csa, rsb, csb, rsc, csc, p->m >= p->n, 1};
+    /* the blocks follow the size and the thread setting only; how many threads run them
+     * follows the recent waits, as for the small path */
+    int64_t len = j.by_rows ? p->m : p->n;
+    if (macs >= PARALLEL_MACS && threads > 1)
+        j.parts = (len + BLIS_STEP - 1) / BLIS_STEP < threads ? (len + BLIS_STEP - 1) / BLIS_STEP
+                                                              : threads;
+    if (j.parts == 1) {
+        blis_part(&j, 0);
+        return YT_OK;
     }
+    int run_threads = yt__gemm_threads(macs, (int)j.parts, p->f64);
+    int64_t wait = yt__parallel_run(j.parts, run_threads, blis_part, &j);
+    if (run_threads > 1)
+        yt__gemm_threads_observe(wait);
     return YT_OK;
 }
 

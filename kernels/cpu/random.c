@@ -2,12 +2,14 @@
  *
  * Each op reserves the Philox blocks it needs from its generator (runtime/random.c), and element
  * i always takes the same words of that range, so a (seed, offset) gives the same tensor whatever
- * the thread count. Results are contiguous (the generated code guarantees it). */
+ * the thread count. Results are contiguous (the generated code guarantees it). Large draws split
+ * their Philox blocks into chunks on the kernel pool. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "factory.h"
 #include "kernels.h"
+#include "parallel.h"
 
 #define TWO_PI 6.283185307179586476925286766559
 
@@ -57,6 +59,58 @@ check_floating(const char *op, yt_dtype dtype)
                            yt_dtype_name(dtype));
 }
 
+/* One draw: its Philox blocks [0, n_blocks) are split into `chunks` ranges for the pool, and
+ * `body` fills the elements of blocks [b0, b1). Each element depends only on its block, so the
+ * split never changes a value. */
+typedef struct rand_job {
+    void (*body)(const struct rand_job *j, int64_t b0, int64_t b1);
+    yt__philox_stream s;
+    char *data;
+    yt_dtype out;
+    int64_t n, n_blocks, chunks;
+    double a, b;     /* from, span (uniform); mean, std (normal) */
+    bool unit;       /* uniform over [0, 1) */
+    int64_t low;     /* randint */
+    uint64_t range;  /* randint */
+    const double *p; /* bernoulli: per-element probabilities, or NULL for `a` */
+    void *keys;      /* randperm */
+} rand_job;
+
+static void
+rand_chunk(void *ctx, int64_t c)
+{
+    const rand_job *j = ctx;
+    j->body(j, j->n_blocks * c / j->chunks, j->n_blocks * (c + 1) / j->chunks);
+}
+
+/* Runs a draw of `n` elements at about `ns_per_elem` nanoseconds each. */
+static void
+run_draw(rand_job *j, double ns_per_elem)
+{
+    int threads = j->n >= YT_PARALLEL_GRAIN
+                      ? yt__parallel_threads(ns_per_elem * (double)j->n, yt__max_threads())
+                      : 1;
+    j->chunks = threads > 1 && j->n_blocks > 1
+                    ? (4 * (int64_t)threads < j->n_blocks ? 4 * (int64_t)threads : j->n_blocks)
+                    : 1;
+    yt__parallel_run(j->chunks, threads, rand_chunk, j);
+}
+
+static void
+uniform_blocks(const rand_job *j, int64_t b0, int64_t b1)
+{
+    const int per_elem = words_per_elem(j->out);
+    const int per_block = 4 / per_elem;
+    for (int64_t b = b0; b < b1; b++) {
+        uint32_t w[4];
+        yt__philox(j->s.seed, j->s.counter + (uint64_t)b, w);
+        for (int k = 0; k < per_block && b * per_block + k < j->n; k++) {
+            double u = uniform_at(j->out, w + k * per_elem);
+            yt__store_double(j->data, j->out, b * per_block + k, j->unit ? u : j->a + j->b * u);
+        }
+    }
+}
+
 /* result = from + (to - from) * U[0, 1), clamped below `to` where rounding to a narrow dtype
  * would reach it. */
 static yt_status
@@ -71,21 +125,53 @@ fill_uniform(yt_tensor *result, double from, double to, yt_generator *gen, const
     const int per_elem = words_per_elem(out);
     const int per_block = 4 / per_elem;
     int64_t n_blocks = (n + per_block - 1) / per_block;
-    yt__philox_stream s = yt__generator_stream(gen, (uint64_t)n_blocks);
-    char *data = yt__data_ptr(result);
-    double span = to - from;
-    bool unit = from == 0.0 && to == 1.0;
+    rand_job j = {.body = uniform_blocks,
+                  .s = yt__generator_stream(gen, (uint64_t)n_blocks),
+                  .data = yt__data_ptr(result),
+                  .out = out,
+                  .n = n,
+                  .n_blocks = n_blocks,
+                  .a = from,
+                  .b = to - from,
+                  .unit = from == 0.0 && to == 1.0};
+    run_draw(&j, 2.0);
+    return YT_OK;
+}
 
-#pragma omp parallel for schedule(static) if (n >= YT_PARALLEL_GRAIN)
-    for (int64_t b = 0; b < n_blocks; b++) {
+static void
+normal_blocks(const rand_job *j, int64_t b0, int64_t b1)
+{
+    const yt_dtype out = j->out;
+    const int per_pair = 2 * words_per_elem(out);
+    const int per_block = 4 / per_pair; /* pairs */
+    const int64_t n = j->n, n_pairs = (n + 1) / 2;
+    const double mean = j->a, std = j->b;
+    for (int64_t b = b0; b < b1; b++) {
         uint32_t w[4];
-        yt__philox(s.seed, s.counter + (uint64_t)b, w);
-        for (int j = 0; j < per_block && b * per_block + j < n; j++) {
-            double u = uniform_at(out, w + j * per_elem);
-            yt__store_double(data, out, b * per_block + j, unit ? u : from + span * u);
+        yt__philox(j->s.seed, j->s.counter + (uint64_t)b, w);
+        for (int k = 0; k < per_block; k++) {
+            int64_t pair = b * per_block + k;
+            if (pair >= n_pairs)
+                break;
+            const uint32_t *pw = w + k * per_pair;
+            double z0, z1;
+            if (out == YT_DTYPE_F64) {
+                double r = sqrt(-2.0 * log(1.0 - uniform_f64(pw[0], pw[1])));
+                double theta = TWO_PI * uniform_f64(pw[2], pw[3]);
+                z0 = r * cos(theta);
+                z1 = r * sin(theta);
+            } else {
+                /* float math: the uniforms carry 24 bits, and narrower results need no more */
+                float r = sqrtf(-2.0f * logf(1.0f - uniform_f32(pw[0])));
+                float theta = (float)TWO_PI * uniform_f32(pw[1]);
+                z0 = r * cosf(theta);
+                z1 = r * sinf(theta);
+            }
+            yt__store_double(j->data, out, 2 * pair, mean + std * z0);
+            if (2 * pair + 1 < n)
+                yt__store_double(j->data, out, 2 * pair + 1, mean + std * z1);
         }
     }
-    return YT_OK;
 }
 
 /* Box-Muller: each pair of uniforms (u1, u2) gives two independent normals,
@@ -103,36 +189,15 @@ fill_normal(yt_tensor *result, double mean, double std, yt_generator *gen, const
     const int per_block = 4 / per_pair; /* pairs */
     int64_t n_pairs = (n + 1) / 2;
     int64_t n_blocks = (n_pairs + per_block - 1) / per_block;
-    yt__philox_stream s = yt__generator_stream(gen, (uint64_t)n_blocks);
-    char *data = yt__data_ptr(result);
-
-#pragma omp parallel for schedule(static) if (n >= YT_PARALLEL_GRAIN)
-    for (int64_t b = 0; b < n_blocks; b++) {
-        uint32_t w[4];
-        yt__philox(s.seed, s.counter + (uint64_t)b, w);
-        for (int j = 0; j < per_block; j++) {
-            int64_t pair = b * per_block + j;
-            if (pair >= n_pairs)
-                break;
-            const uint32_t *pw = w + j * per_pair;
-            double z0, z1;
-            if (out == YT_DTYPE_F64) {
-                double r = sqrt(-2.0 * log(1.0 - uniform_f64(pw[0], pw[1])));
-                double theta = TWO_PI * uniform_f64(pw[2], pw[3]);
-                z0 = r * cos(theta);
-                z1 = r * sin(theta);
-            } else {
-                /* float math: the uniforms carry 24 bits, and narrower results need no more */
-                float r = sqrtf(-2.0f * logf(1.0f - uniform_f32(pw[0])));
-                float theta = (float)TWO_PI * uniform_f32(pw[1]);
-                z0 = r * cosf(theta);
-                z1 = r * sinf(theta);
-            }
-            yt__store_double(data, out, 2 * pair, mean + std * z0);
-            if (2 * pair + 1 < n)
-                yt__store_double(data, out, 2 * pair + 1, mean + std * z1);
-        }
-    }
+    rand_job j = {.body = normal_blocks,
+                  .s = yt__generator_stream(gen, (uint64_t)n_blocks),
+                  .data = yt__data_ptr(result),
+                  .out = out,
+                  .n = n,
+                  .n_blocks = n_blocks,
+                  .a = mean,
+                  .b = std};
+    run_draw(&j, 8.0);
     return YT_OK;
 }
 
@@ -178,6 +243,19 @@ exact_int_min(yt_dtype dtype)
     }
 }
 
+static void
+randint_blocks(const rand_job *j, int64_t b0, int64_t b1)
+{
+    for (int64_t b = b0; b < b1; b++) {
+        uint32_t w[4];
+        yt__philox(j->s.seed, j->s.counter + (uint64_t)b, w);
+        for (int k = 0; k < 2 && 2 * b + k < j->n; k++) {
+            uint64_t r = ((uint64_t)w[2 * k] << 32) | w[2 * k + 1];
+            yt__store_int(j->data, j->out, 2 * b + k, (int64_t)((uint64_t)j->low + r % j->range));
+        }
+    }
+}
+
 /* Uniform integers in [low, high): a 64-bit word per element, reduced modulo the range (the bias,
  * range / 2^64, is far below anything a test can see; PyTorch does the same). */
 static yt_status
@@ -196,18 +274,15 @@ fill_randint(yt_tensor *result, int64_t low, int64_t high, yt_generator *gen, co
         return YT_OK;
     uint64_t range = (uint64_t)high - (uint64_t)low;
     int64_t n_blocks = (n + 1) / 2;
-    yt__philox_stream s = yt__generator_stream(gen, (uint64_t)n_blocks);
-    char *data = yt__data_ptr(result);
-
-#pragma omp parallel for schedule(static) if (n >= YT_PARALLEL_GRAIN)
-    for (int64_t b = 0; b < n_blocks; b++) {
-        uint32_t w[4];
-        yt__philox(s.seed, s.counter + (uint64_t)b, w);
-        for (int j = 0; j < 2 && 2 * b + j < n; j++) {
-            uint64_t r = ((uint64_t)w[2 * j] << 32) | w[2 * j + 1];
-            yt__store_int(data, out, 2 * b + j, (int64_t)((uint64_t)low + r % range));
-        }
-    }
+    rand_job j = {.body = randint_blocks,
+                  .s = yt__generator_stream(gen, (uint64_t)n_blocks),
+                  .data = yt__data_ptr(result),
+                  .out = out,
+                  .n = n,
+                  .n_blocks = n_blocks,
+                  .low = low,
+                  .range = range};
+    run_draw(&j, 3.0);
     return YT_OK;
 }
 
@@ -265,6 +340,20 @@ yt__cpu_normal(yt_tensor *result, yt_tensor *self, double mean, double std, yt_g
 
 /* ---------------------------------------------------------------- bernoulli */
 
+static void
+bernoulli_blocks(const rand_job *j, int64_t b0, int64_t b1)
+{
+    for (int64_t b = b0; b < b1; b++) {
+        uint32_t w[4];
+        yt__philox(j->s.seed, j->s.counter + (uint64_t)b, w);
+        for (int k = 0; k < 4 && 4 * b + k < j->n; k++) {
+            int64_t i = 4 * b + k;
+            double u = (double)w[k] * 0x1p-32; /* [0, 1): exact in double */
+            yt__store_double(j->data, j->out, i, u < (j->p != NULL ? j->p[i] : j->a) ? 1.0 : 0.0);
+        }
+    }
+}
+
 /* result_i = U_i < p_i, with one word per element (24-bit uniforms, as for rand). */
 static yt_status
 fill_bernoulli(yt_tensor *result, const double *p, double p_all, yt_generator *gen)
@@ -273,20 +362,15 @@ fill_bernoulli(yt_tensor *result, const double *p, double p_all, yt_generator *g
     if (n == 0)
         return YT_OK;
     int64_t n_blocks = (n + 3) / 4;
-    yt__philox_stream s = yt__generator_stream(gen, (uint64_t)n_blocks);
-    char *data = yt__data_ptr(result);
-    yt_dtype out = result->dtype;
-
-#pragma omp parallel for schedule(static) if (n >= YT_PARALLEL_GRAIN)
-    for (int64_t b = 0; b < n_blocks; b++) {
-        uint32_t w[4];
-        yt__philox(s.seed, s.counter + (uint64_t)b, w);
-        for (int j = 0; j < 4 && 4 * b + j < n; j++) {
-            int64_t i = 4 * b + j;
-            double u = (double)w[j] * 0x1p-32; /* [0, 1): exact in double */
-            yt__store_double(data, out, i, u < (p != NULL ? p[i] : p_all) ? 1.0 : 0.0);
-        }
-    }
+    rand_job j = {.body = bernoulli_blocks,
+                  .s = yt__generator_stream(gen, (uint64_t)n_blocks),
+                  .data = yt__data_ptr(result),
+                  .out = result->dtype,
+                  .n = n,
+                  .n_blocks = n_blocks,
+                  .a = p_all,
+                  .p = p};
+    run_draw(&j, 2.0);
     return YT_OK;
 }
 
@@ -337,6 +421,20 @@ compare_keyed(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
+static void
+key_blocks(const rand_job *j, int64_t b0, int64_t b1)
+{
+    keyed *k = j->keys;
+    for (int64_t b = b0; b < b1; b++) {
+        uint32_t w[4];
+        yt__philox(j->s.seed, j->s.counter + (uint64_t)b, w);
+        for (int q = 0; q < 2 && 2 * b + q < j->n; q++) {
+            k[2 * b + q].key = ((uint64_t)w[2 * q] << 32) | w[2 * q + 1];
+            k[2 * b + q].index = 2 * b + q;
+        }
+    }
+}
+
 /* Sorting indices by random 64-bit keys gives a uniform permutation (ties, at odds of n^2 / 2^65,
  * fall back to index order) whose values depend only on (seed, offset, i): no sequential
  * Fisher-Yates state. */
@@ -358,16 +456,12 @@ yt__cpu_randperm(yt_tensor *result, int64_t n, yt_generator *generator, yt_dtype
     if (k == NULL)
         return yt__fail_status(YT_ERR_NOMEM, "randperm: out of memory for n=%lld", (long long)n);
     int64_t n_blocks = (n + 1) / 2;
-    yt__philox_stream s = yt__generator_stream(generator, (uint64_t)n_blocks);
-#pragma omp parallel for schedule(static) if (n >= YT_PARALLEL_GRAIN)
-    for (int64_t b = 0; b < n_blocks; b++) {
-        uint32_t w[4];
-        yt__philox(s.seed, s.counter + (uint64_t)b, w);
-        for (int j = 0; j < 2 && 2 * b + j < n; j++) {
-            k[2 * b + j].key = ((uint64_t)w[2 * j] << 32) | w[2 * j + 1];
-            k[2 * b + j].index = 2 * b + j;
-        }
-    }
+    rand_job j = {.body = key_blocks,
+                  .s = yt__generator_stream(generator, (uint64_t)n_blocks),
+                  .n = n,
+                  .n_blocks = n_blocks,
+                  .keys = k};
+    run_draw(&j, 3.0);
     qsort(k, (size_t)n, sizeof *k, compare_keyed);
     char *data = yt__data_ptr(result);
     for (int64_t i = 0; i < n; i++)

@@ -7,9 +7,9 @@
  *     tight loop over contiguous rows (`row`);
  *   - innermost kept ("outer" reduction, e.g. over dim 0): whole rows are folded into a row of
  *     accumulators (`rows`), so no inner loop is strided.
- * It then splits the work between OpenMP threads: across output elements (or chunks of output
- * columns) when there are enough of them, otherwise across each reduction, with the partial
- * results combined in thread order so the result does not depend on scheduling.
+ * It then splits the work into chunks on the kernel pool: across output elements (or chunks of
+ * output columns) when there are enough of them, otherwise across each reduction, with the
+ * partial results combined in chunk order so the result does not depend on scheduling.
  *
  * The op keeps its typed loops; the driver calls them through function pointers once per row
  * or per block of accumulators, never per element, so the loops themselves stay tight. */
@@ -82,7 +82,7 @@ YT_INTERNAL void yt__reduce_store(yt_tensor *out, int64_t first, int64_t stride,
                                   const yt__reduce_acc *v, int64_t n, double divisor);
 
 /* Reduces non-empty `in` over `dim` (all dims when dim_len == 0) into contiguous, non-empty
- * `out` with `loops`, on up to omp_get_max_threads() threads. Cannot fail. */
+ * `out` with `loops`, on up to yt__max_threads() threads. Cannot fail. */
 YT_INTERNAL void yt__reduce_run(yt_tensor *out, const yt_tensor *in, const int64_t *dim,
                                 int dim_len, const yt__reduce_loops *loops);
 

@@ -14,7 +14,7 @@ from helpers import REPO
 from test_gen import gen, spec_copy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BLIS = "/usr/lib/x86_64-linux-gnu/blis-openmp"
+BLIS = "/usr/lib/x86_64-linux-gnu/blis-serial"
 
 
 def read(name):
@@ -34,9 +34,9 @@ def test_fixture_ops_end_to_end(tmp_path):
     r = gen(spec, out)
     assert r.returncode == 0, r.stderr
     gdir = os.path.join(out, "generated")
-    flags = ["-std=c11", "-O0", "-g", "-fopenmp", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror"]
+    flags = ["-std=c11", "-O0", "-g", "-fopenmp-simd", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror"]
     inc = [f"-I{gdir}/include", f"-I{gdir}", f"-I{REPO}/include", f"-I{REPO}/runtime", f"-I{REPO}/kernels/cpu",
-           "-I/usr/include/x86_64-linux-gnu/blis-openmp"]
+           "-I/usr/include/x86_64-linux-gnu/blis-serial"]
     lib_c = sorted(glob.glob(os.path.join(gdir, "*.c"))) + [os.path.join(HERE, "fixture_e2e.c")]
     built = []
     for c in lib_c:

@@ -135,7 +135,7 @@ def test_the_new_op_compiles(tmp_path):
     out = tmp_path / "out"
     assert gen(spec, out).returncode == 0
     flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-DYT_BUILDING_LIBRARY",
-             f"-I{REPO}/include", f"-I{out}/generated/include", f"-I{REPO}/runtime", f"-I{REPO}/kernels/cpu", "-fopenmp",
+             f"-I{REPO}/include", f"-I{out}/generated/include", f"-I{REPO}/runtime", f"-I{REPO}/kernels/cpu", "-fopenmp-simd",
              f"-I{out}/generated"]
     for name in ("ops_pointwise.c", "kernels_pointwise.c", "autograd.c"):
         cc = subprocess.run(["gcc"] + flags + [str(out / "generated" / name)], capture_output=True, text=True)

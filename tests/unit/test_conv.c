@@ -1,6 +1,7 @@
 /* Convolution and pooling: values against naive reference loops (groups, dilation, stride,
  * padding, "same", unbatched inputs, ceil_mode, count_include_pad, divisor_override), the f32
- * fast paths at the benchmark CNN's shapes, no-bias gradients, and the error messages. */
+ * fast paths at the benchmark CNN's shapes, the strided path split over two threads, no-bias
+ * gradients, and the error messages. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -184,6 +185,28 @@ Test(conv2d, benchmark_cnn_shapes_f32)
     static const conv_spec c2 = {64, 8, 13, 13, 16, 3, 3, 1, 1, 1, 0, 0, 1, 1};
     check_conv(&c1, YT_DTYPE_F32, true, 2e-4);
     check_conv(&c2, YT_DTYPE_F32, true, 2e-4);
+}
+
+void yt__parallel_set_always(bool on); /* runtime/parallel.h */
+
+Test(conv2d, strided_above_the_thread_threshold_on_two_threads)
+{
+    /* 16 images of 16 x 32 x 32 into 32 channels, stride 2: 18.9M multiply-adds, above the size
+     * (16M) from which the im2col path spreads images over threads and the weight gradient sums
+     * blocks of images into partials; groups = 2 doubles the size to stay above it */
+    static const conv_spec specs[] = {
+        {16, 16, 32, 32, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1},
+        {16, 16, 32, 32, 64, 3, 3, 2, 2, 2, 1, 1, 1, 1},
+    };
+    int saved = yt_get_num_threads();
+    yt_set_num_threads(2);
+    yt__parallel_set_always(true);
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        check_conv(&specs[i], YT_DTYPE_F64, true, 1e-12);
+        check_conv(&specs[i], YT_DTYPE_F32, true, 2e-4);
+    }
+    yt__parallel_set_always(false);
+    yt_set_num_threads(saved);
 }
 
 Test(conv2d, unbatched_input_and_same_padding)

@@ -1,9 +1,9 @@
 /* The internal GEMM entry (kernels/cpu/gemm.h) against a double-precision triple loop: random
  * shapes on both sides of the small-path / BLIS threshold, transposes, row-major, column-major,
  * padded, negative and zero (broadcast) strides, alpha / beta, k = 0, m or n = 0, NaN handling
- * (beta = 0 overwrites C), batches, one and two threads, and elements around C left alone. */
+ * (beta = 0 overwrites C), batches, one and two threads (BLIS's path split over the pool too), and
+ * elements around C left alone. */
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +132,8 @@ run_case(const gemm_case *t)
         cf[i] = (float)c0[i];
         cd[i] = c0[i];
     }
-    int saved_threads = omp_get_max_threads();
-    omp_set_num_threads(t->threads);
+    int saved_threads = yt_get_num_threads();
+    yt_set_num_threads(t->threads);
     yt__gemm_threads_set_always(t->threads > 1); /* the split path even for small products */
     yt_status s;
     if (t->f64)
@@ -143,7 +143,7 @@ run_case(const gemm_case *t)
         s = yt__gemm_f32(t->ta, t->tb, t->m, t->n, t->k, (float)t->alpha, af + la.base, la.rs,
                          la.cs, bf + lb.base, lb.rs, lb.cs, (float)t->beta, cf + lc.base, lc.rs,
                          lc.cs);
-    omp_set_num_threads(saved_threads);
+    yt_set_num_threads(saved_threads);
     yt__gemm_threads_set_always(0);
     cr_assert_eq(s, YT_OK, "%s", yt_errmsg());
 
@@ -247,6 +247,28 @@ Test(gemm, every_kernel_set)
     yt__gemm_small_set_level(-1);
 }
 
+Test(gemm, blis_path_split_over_threads)
+{
+    /* With the small path off (kernel level 0) products go to BLIS, which runs single-threaded:
+     * past 96^3 multiply-adds one BLIS call per block of rows (or columns, when C is wider) of C,
+     * on two threads here. Shapes put block edges off the 16-row steps and leave a short last
+     * block; every layout BLIS takes. */
+    int got = yt__gemm_small_set_level(0);
+    cr_assert_eq(got, 0);
+    for (int it = 0; it < 24; it++) {
+        gemm_case t = {.f64 = it % 2, .ta = next() % 2, .tb = next() % 2};
+        t.m = pick(97, 260), t.n = pick(97, 260), t.k = pick(100, 300);
+        if (it % 3 == 0) /* C wider than tall: split by columns */
+            t.m = pick(30, 40), t.n = pick(250, 300), t.k = pick(250, 300);
+        t.alpha = it % 3 == 0 ? 1.0 : -0.5, t.beta = scalars[it % 4];
+        t.ka = (int)(next() % 3), t.kb = (int)(next() % 3), t.kc = (int)(next() % 3);
+        t.nan_c = t.beta == 0 && it / 4 % 2 == 0;
+        t.threads = 2;
+        run_case(&t);
+    }
+    yt__gemm_small_set_level(-1);
+}
+
 Test(gemm, random_large_shapes)
 {
     /* Past the small-path threshold (BLIS, or the small path where BLIS refuses the strides)
@@ -337,7 +359,7 @@ Test(gemm, batched_with_broadcast_operand)
             a[i] = (float)uniform();
         for (int64_t i = 0; i < batch * k * n; i++)
             b[i] = (float)uniform();
-        omp_set_num_threads(threads);
+        yt_set_num_threads(threads);
         yt__gemm_threads_set_always(threads > 1); /* entries spread over the threads */
         /* A shared by every entry (batch stride 0), B transposed per entry. */
         cr_assert_eq(yt__gemm_batched_f32(false, true, batch, m, n, k, 1.0f, a, 0, k, 1, b, k * n,

@@ -2,7 +2,6 @@
  * permutation, Bernoulli rate), reproducibility (seed, saved state, thread count) and the
  * creation ops' PyTorch corner cases (full's dtype, arange with an integral dtype, linspace). */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 
 #include <criterion/criterion.h>
@@ -168,11 +167,11 @@ Test(random, generators_are_reproducible)
     yt_generator_set_state(NULL, &saved);
     double *c = take_values(yt_randn_ex(&n, 1, NULL, YT_DTYPE_F32, YT_DEVICE_NONE));
     /* one thread gives the same numbers as many */
-    int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
+    int threads = yt_get_num_threads();
+    yt_set_num_threads(1);
     yt_manual_seed(99);
     double *d = take_values(yt_randn_ex(&n, 1, NULL, YT_DTYPE_F32, YT_DEVICE_NONE));
-    omp_set_num_threads(threads);
+    yt_set_num_threads(threads);
     int64_t same_next = 0;
     for (int64_t i = 0; i < n; i++) {
         cr_assert(b[i] == c[i], "restored state differs at %lld", (long long)i);
@@ -276,7 +275,7 @@ count_equal(const double *a, const double *b, int64_t n)
 Test(random, explicit_generators_are_independent_and_reproducible)
 {
     const int64_t n = 70001; /* above the parallel grain */
-    int threads = omp_get_max_threads();
+    int threads = yt_get_num_threads();
     for (int op = 0; op < N_RANDOM_OPS; op++) {
         yt_generator *g1 = yt_generator_create(1234), *g2 = yt_generator_create(1234),
                      *other = yt_generator_create(1235);
@@ -292,9 +291,9 @@ Test(random, explicit_generators_are_independent_and_reproducible)
                   (unsigned long long)mid.offset);
         double *next = take_values(draw_with(op, g1, n));
         /* the same seed on one thread gives the same values */
-        omp_set_num_threads(1);
+        yt_set_num_threads(1);
         double *b = take_values(draw_with(op, g2, n));
-        omp_set_num_threads(threads);
+        yt_set_num_threads(threads);
         /* restoring g1's state replays its second draw */
         cr_assert_eq(yt_generator_set_state(g1, &mid), YT_OK);
         double *replay = take_values(draw_with(op, g1, n));
