@@ -18,6 +18,7 @@
 #endif
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -114,15 +115,35 @@ class_size(int c)
     return ((size_t)1 << (k - 2)) * (size_t)(4 + j + 1);
 }
 
+/* Blocks of at least HUGE_BYTES start on a 2 MiB boundary and ask for transparent huge pages:
+ * one fault per 2 MiB instead of 512 (about 10 us each here), and one TLB entry where strided
+ * kernels (transposed operands, GEMM packing) would otherwise miss on every 4 KiB page. Linux
+ * grants them where /sys/kernel/mm/transparent_hugepage/enabled is "madvise" or "always"; the
+ * address space rounded up is never touched, so it costs nothing. */
+enum { HUGE_BYTES = 2 << 20 };
+
+static void *
+aligned_block(size_t rounded)
+{
+    if (rounded < HUGE_BYTES)
+        return aligned_alloc(ALIGN, rounded); /* a multiple of 64, as aligned_alloc requires */
+    size_t whole = (rounded + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
+    void *p = aligned_alloc(HUGE_BYTES, whole);
+#ifdef MADV_HUGEPAGE
+    if (p != NULL)
+        madvise(p, whole, MADV_HUGEPAGE); /* advice: failure changes nothing */
+#endif
+    return p;
+}
+
 static void *
 system_alloc(size_t rounded)
 {
-    /* rounded is a multiple of 64, as aligned_alloc requires. */
-    void *p = aligned_alloc(ALIGN, rounded);
+    void *p = aligned_block(rounded);
     if (p == NULL) {
         /* Idle blocks of other sizes may be what stands between us and success. */
         yt_allocator_trim();
-        p = aligned_alloc(ALIGN, rounded);
+        p = aligned_block(rounded);
     }
     return p;
 }
