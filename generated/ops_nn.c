@@ -922,6 +922,14 @@ yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *r
     if (running_var != NULL && running_var->dtype != input->dtype)
         return yt__fail(YT_ERR_DTYPE, "batch_norm: running_var has dtype %s but input has dtype %s",
                         yt_dtype_name(running_var->dtype), yt_dtype_name(input->dtype));
+    if (yt__any_requires_grad(1, &running_mean))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean");
+    if (yt__any_requires_grad(1, &running_var))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var");
     if (!(input->dim >= 2))
         return yt__fail(YT_ERR_SHAPE, "batch_norm: input must be at least 2-D, got %d-D",
                         input->dim);
@@ -959,7 +967,7 @@ yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *r
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * from ops.yaml:2651; backward from derivatives.yaml:570 */
+ * from ops.yaml:2650; backward from derivatives.yaml:570 */
 yt_tensor *
 yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, double eps)
 {
@@ -1034,7 +1042,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * from ops.yaml:2678; backward from derivatives.yaml:576 */
+ * from ops.yaml:2677; backward from derivatives.yaml:582 */
 yt_tensor *
 yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                        yt_tensor *running_mean, yt_tensor *running_var, double momentum, double eps)
@@ -1093,6 +1101,14 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
         return yt__fail(YT_ERR_DTYPE,
                         "batch_norm_training: running_var has dtype %s but input has dtype %s",
                         yt_dtype_name(running_var->dtype), yt_dtype_name(input->dtype));
+    if (yt__any_requires_grad(1, &running_mean))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean");
+    if (yt__any_requires_grad(1, &running_var))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var");
     yt_dtype compute_dtype = input->dtype;
     yt_dtype result_dtype = compute_dtype;
     if (!(input->dim >= 2))
@@ -1135,8 +1151,8 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "batch_norm_training: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *const grad_inputs[5] = {input, weight, bias, running_mean, running_var};
-    bool recording = yt__any_requires_grad(5, grad_inputs);
+    yt_tensor *const grad_inputs[3] = {input, weight, bias};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode()
                                       : kernel(result, input, weight, bias, running_mean,
@@ -1145,8 +1161,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_batch_norm_training(result, input, weight, bias, running_mean,
-                                                    running_var, eps) != YT_OK) {
+    if (recording && yt__record_batch_norm_training(result, input, weight, bias, eps) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -1154,7 +1169,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2959 */
+ * from ops.yaml:2958 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -1162,7 +1177,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2959 */
+ * from ops.yaml:2958 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
@@ -1178,7 +1193,7 @@ yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3147 */
+ * from ops.yaml:3149 */
 yt_tensor *
 yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
 {
@@ -1186,7 +1201,7 @@ yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *val
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3147 */
+ * from ops.yaml:3149 */
 yt_tensor *
 yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                    yt_tensor *attn_mask, double dropout_p, bool is_causal,
@@ -1263,7 +1278,7 @@ yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * from ops.yaml:3176; backward from derivatives.yaml:652 */
+ * from ops.yaml:3178; backward from derivatives.yaml:672 */
 yt_status
 yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                      double scale, yt_tensor **output, yt_tensor **attn)

@@ -15656,42 +15656,42 @@ static yt_tensor *
 error_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1714(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1715(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1716(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
-}
-
-static yt_tensor *
-error_row_norm_1717(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
-}
-
-static yt_tensor *
 error_row_norm_1718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+    return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
@@ -15705,14 +15705,14 @@ static yt_tensor *
 error_row_norm_1720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
 error_row_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
@@ -15726,116 +15726,144 @@ static yt_tensor *
 error_row_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1724(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1725(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1724(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1725(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1726(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1727(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1728(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
 error_batch_norm_training_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1736(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1737(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1738(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1739(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1736(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1737(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1738(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1739(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15848,42 +15876,42 @@ error_row_norm_backward_1739(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1740(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1741(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1742(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1743(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1744(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1745(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15896,7 +15924,7 @@ error_batch_norm_backward_1745(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1746(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -15904,7 +15932,7 @@ error_batch_norm_backward_bias_backward_1746(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1747(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -15912,283 +15940,255 @@ error_batch_norm_backward_bias_backward_1747(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1748(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1749(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1750(yt_tensor *const *inputs, void *ctx)
+call_softmax_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1751(yt_tensor *const *inputs, void *ctx)
+call_softmax_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1752(yt_tensor *const *inputs, void *ctx)
+call_softmax_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1753(yt_tensor *const *inputs, void *ctx)
+call_softmax_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1754(yt_tensor *const *inputs, void *ctx)
+call_softmax_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1755(yt_tensor *const *inputs, void *ctx)
+error_softmax_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1756(yt_tensor *const *inputs, void *ctx)
+error_softmax_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1757(yt_tensor *const *inputs, void *ctx)
+error_softmax_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1758(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1759(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1760(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1761(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1762(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1763(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1764(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1765(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1766(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1767(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1768(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1769(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1770(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1771(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1772(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1773(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1774(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1775(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1776(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1777(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1778(yt_tensor *const *inputs, void *ctx)
+call_dropout_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1779(yt_tensor *const *inputs, void *ctx)
+call_dropout_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1780(yt_tensor *const *inputs, void *ctx)
+call_dropout_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1781(yt_tensor *const *inputs, void *ctx)
+call_dropout_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1782(yt_tensor *const *inputs, void *ctx)
+call_dropout_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1783(yt_tensor *const *inputs, void *ctx)
+error_dropout_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
-}
-
-static yt_tensor *
-call_mse_loss_1784(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-call_mse_loss_1785(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
-}
-
-static yt_tensor *
-call_mse_loss_1786(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
-}
-
-static yt_tensor *
-call_mse_loss_1787(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -16199,245 +16199,280 @@ call_mse_loss_1788(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mse_loss_1789(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-error_mse_loss_1790(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1790(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_mse_loss_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1791(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1792(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-call_l1_loss_1793(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
-}
-
-static yt_tensor *
-call_l1_loss_1794(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_l1_loss_1796(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_l1_loss_1797(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1796(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1798(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_l1_loss_1799(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+error_l1_loss_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1797(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1798(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1799(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1800(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1801(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
-}
-
-static yt_tensor *
 call_smooth_l1_loss_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1804(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1805(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1806(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1807(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1804(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1805(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1806(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1807(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1808(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1809(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1810(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1811(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1812(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1813(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_1814(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
-}
-
-static yt_tensor *
-call_binary_cross_entropy_1815(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
-}
-
-static yt_tensor *
-call_binary_cross_entropy_1816(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
-}
-
-static yt_tensor *
 call_binary_cross_entropy_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1819(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1820(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1821(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1821(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1822(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1823(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1824(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1825(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1822(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1823(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1828(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16445,28 +16480,43 @@ call_binary_cross_entropy_with_logits_1823(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1824(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1825(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1826(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1827(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1832(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1833(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16474,245 +16524,280 @@ error_binary_cross_entropy_with_logits_1827(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1828(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1829(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1830(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1831(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1832(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1833(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1834(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1835(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1836(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1837(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1844(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+}
+
+static yt_tensor *
+error_nll_loss_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1838(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1839(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1840(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1841(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1842(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1843(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1844(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1845(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1846(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
 call_cross_entropy_loss_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1851(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1852(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1853(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1851(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1852(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1855(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1856(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1857(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1853(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1859(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1860(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1861(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1854(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1855(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1856(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1865(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1857(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1867(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1858(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1859(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1860(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1871(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+}
+
+static yt_tensor *
+error_cross_entropy_index_1872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1861(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16720,7 +16805,7 @@ call_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -16728,7 +16813,7 @@ call_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1864(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -16736,7 +16821,7 @@ call_scaled_dot_product_attention_1864(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1865(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
@@ -16744,7 +16829,7 @@ call_scaled_dot_product_attention_1865(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1866(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16752,7 +16837,7 @@ call_scaled_dot_product_attention_1866(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1867(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16760,7 +16845,7 @@ call_scaled_dot_product_attention_1867(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1868(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16768,7 +16853,7 @@ call_scaled_dot_product_attention_1868(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1869(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16776,7 +16861,7 @@ error_scaled_dot_product_attention_1869(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1870(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16784,7 +16869,7 @@ error_scaled_dot_product_attention_1870(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1871(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16792,7 +16877,7 @@ error_scaled_dot_product_attention_1871(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1872(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16800,7 +16885,7 @@ error_scaled_dot_product_attention_1872(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1873(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16808,7 +16893,7 @@ error_scaled_dot_product_attention_1873(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1874(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16816,7 +16901,7 @@ error_scaled_dot_product_attention_1874(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1875(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16828,7 +16913,7 @@ call_scaled_dot_product_attention_math_output_1875(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1876(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16840,7 +16925,7 @@ call_scaled_dot_product_attention_math_attn_1876(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1877(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16852,7 +16937,7 @@ call_scaled_dot_product_attention_math_output_1877(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1878(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16864,7 +16949,7 @@ call_scaled_dot_product_attention_math_attn_1878(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1879(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16876,7 +16961,7 @@ call_scaled_dot_product_attention_math_output_1879(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1880(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16888,7 +16973,7 @@ call_scaled_dot_product_attention_math_attn_1880(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1881(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16900,7 +16985,7 @@ call_scaled_dot_product_attention_math_output_1881(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1882(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16912,7 +16997,7 @@ call_scaled_dot_product_attention_math_attn_1882(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1883(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16924,7 +17009,7 @@ error_scaled_dot_product_attention_math_1883(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1884(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16936,7 +17021,7 @@ error_scaled_dot_product_attention_math_1884(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1885(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16948,7 +17033,7 @@ error_scaled_dot_product_attention_math_1885(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1886(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16960,7 +17045,7 @@ error_scaled_dot_product_attention_math_1886(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1887(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16972,7 +17057,7 @@ error_scaled_dot_product_attention_math_1887(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1888(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16986,7 +17071,7 @@ error_scaled_dot_product_attention_math_backward_1888(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1889(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17000,7 +17085,7 @@ error_scaled_dot_product_attention_math_backward_1889(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1890(yt_tensor *const *inputs, void *ctx)
+call_empty_1902(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17009,7 +17094,7 @@ call_empty_1890(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1891(yt_tensor *const *inputs, void *ctx)
+call_empty_1903(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17018,7 +17103,7 @@ call_empty_1891(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1892(yt_tensor *const *inputs, void *ctx)
+call_empty_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17026,7 +17111,7 @@ call_empty_1892(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1893(yt_tensor *const *inputs, void *ctx)
+call_zeros_1905(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17035,7 +17120,7 @@ call_zeros_1893(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1894(yt_tensor *const *inputs, void *ctx)
+call_ones_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17044,7 +17129,7 @@ call_ones_1894(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1895(yt_tensor *const *inputs, void *ctx)
+call_full_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17053,7 +17138,7 @@ call_full_1895(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1896(yt_tensor *const *inputs, void *ctx)
+call_full_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17062,7 +17147,7 @@ call_full_1896(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1897(yt_tensor *const *inputs, void *ctx)
+call_full_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17071,77 +17156,77 @@ call_full_1897(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1898(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1899(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1900(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1901(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1902(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1903(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1904(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1905(yt_tensor *const *inputs, void *ctx)
+call_full_like_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1906(yt_tensor *const *inputs, void *ctx)
+call_full_like_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1907(yt_tensor *const *inputs, void *ctx)
+call_full_like_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1908(yt_tensor *const *inputs, void *ctx)
+call_arange_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17149,7 +17234,7 @@ call_arange_1908(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1909(yt_tensor *const *inputs, void *ctx)
+call_linspace_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17157,7 +17242,7 @@ call_linspace_1909(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1910(yt_tensor *const *inputs, void *ctx)
+call_linspace_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17165,7 +17250,7 @@ call_linspace_1910(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1911(yt_tensor *const *inputs, void *ctx)
+call_linspace_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17173,7 +17258,7 @@ call_linspace_1911(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1912(yt_tensor *const *inputs, void *ctx)
+call_eye_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17181,7 +17266,7 @@ call_eye_1912(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1913(yt_tensor *const *inputs, void *ctx)
+call_eye_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17189,7 +17274,7 @@ call_eye_1913(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1914(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17197,7 +17282,7 @@ call_eye_m_1914(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1915(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17205,7 +17290,7 @@ call_eye_m_1915(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1916(yt_tensor *const *inputs, void *ctx)
+call_rand_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17214,7 +17299,7 @@ call_rand_1916(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1917(yt_tensor *const *inputs, void *ctx)
+error_rand_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17223,7 +17308,7 @@ error_rand_1917(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1918(yt_tensor *const *inputs, void *ctx)
+call_randn_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17232,7 +17317,7 @@ call_randn_1918(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1919(yt_tensor *const *inputs, void *ctx)
+error_randn_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17241,35 +17326,35 @@ error_randn_1919(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1920(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1921(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1922(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1923(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1924(yt_tensor *const *inputs, void *ctx)
+call_randint_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17278,7 +17363,7 @@ call_randint_1924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1925(yt_tensor *const *inputs, void *ctx)
+call_randint_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17287,7 +17372,7 @@ call_randint_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1926(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17296,7 +17381,7 @@ call_randint_low_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1927(yt_tensor *const *inputs, void *ctx)
+call_randperm_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17304,7 +17389,7 @@ call_randperm_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1928(yt_tensor *const *inputs, void *ctx)
+call_randperm_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17312,14 +17397,14 @@ call_randperm_1928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1929(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1930(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17331,14 +17416,14 @@ inplace_bernoulli_p_1930(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1931(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1932(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17350,14 +17435,14 @@ inplace_bernoulli_p_1932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1933(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1934(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17369,14 +17454,14 @@ inplace_bernoulli_p_1934(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1935(yt_tensor *const *inputs, void *ctx)
+call_normal_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1936(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17388,14 +17473,14 @@ inplace_normal_1936(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1937(yt_tensor *const *inputs, void *ctx)
+call_normal_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1938(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17407,14 +17492,14 @@ inplace_normal_1938(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1939(yt_tensor *const *inputs, void *ctx)
+call_normal_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1940(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17426,21 +17511,21 @@ inplace_normal_1940(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1941(yt_tensor *const *inputs, void *ctx)
+error_normal_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1942(yt_tensor *const *inputs, void *ctx)
+call_uniform_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1943(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1955(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17452,14 +17537,14 @@ inplace_uniform_1943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1944(yt_tensor *const *inputs, void *ctx)
+call_uniform_1956(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1945(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1957(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17471,14 +17556,14 @@ inplace_uniform_1945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1946(yt_tensor *const *inputs, void *ctx)
+call_uniform_1958(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1947(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17490,35 +17575,35 @@ inplace_uniform_1947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1948(yt_tensor *const *inputs, void *ctx)
+error_uniform_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1949(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1961(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1950(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1962(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1951(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1963(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1952(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17526,7 +17611,7 @@ call_sum_to_1952(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1953(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17534,7 +17619,7 @@ call_sum_to_1953(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1954(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -26834,12 +26919,14 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[2] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = call_batch_norm_1699,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26861,12 +26948,14 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[3] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = call_batch_norm_1700,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26884,12 +26973,14 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[3] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = call_batch_norm_1701,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26911,12 +27002,14 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[3] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = call_batch_norm_1702,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26934,12 +27027,14 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[3] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = call_batch_norm_1703,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26948,14 +27043,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2673 sample 0",
+        .where = "ops.yaml:2672 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1714,
+        .call = call_row_norm_1716,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26963,12 +27058,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2673 sample 1",
+        .where = "ops.yaml:2672 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1715,
+        .call = call_row_norm_1717,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26976,14 +27071,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2704 sample 0",
+        .where = "ops.yaml:2703 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1724,
+        .call = call_batch_norm_training_1726,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26991,20 +27086,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2704 sample 1",
+        .where = "ops.yaml:2703 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
                       .dim = 1,
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[2] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = call_batch_norm_training_1725,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_training_1727,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27012,54 +27109,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 0",
+        .where = "ops.yaml:2872 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1750,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1751,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1752,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1753,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1754,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27067,45 +27119,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1758,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 1",
+        .op = "softmax.int",
+        .where = "ops.yaml:2872 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1759,
+        .call = call_softmax_1755,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 2",
+        .op = "softmax.int",
+        .where = "ops.yaml:2872 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1760,
+        .call = call_softmax_1756,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 3",
+        .op = "softmax.int",
+        .where = "ops.yaml:2872 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1761,
+        .call = call_softmax_1757,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2872 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1758,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27113,9 +27165,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 4",
+        .where = "ops.yaml:2890 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1762,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27123,135 +27175,135 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2909 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1766,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2909 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1767,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2909 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1768,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2926 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1772,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2926 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1773,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2926 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1774,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:2965 sample 0",
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2890 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1778,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1763,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "dropout",
-        .where = "ops.yaml:2965 sample 1",
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2890 sample 2",
         .n_inputs = 1,
         .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1779,
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1764,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2890 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1765,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2890 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1766,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2908 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1770,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2908 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1771,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2908 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1772,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2925 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1776,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2925 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1777,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2925 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1778,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2965 sample 2",
+        .where = "ops.yaml:2964 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1780,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:2965 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1781,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:2965 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1782,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27259,25 +27311,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1784,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 1",
-        .n_inputs = 2,
+        .op = "dropout",
+        .where = "ops.yaml:2964 sample 1",
+        .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1785,
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_dropout_1783,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2964 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1784,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2964 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1785,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2964 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1786,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27285,34 +27357,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 2",
+        .where = "ops.yaml:2978 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1786,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1787,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1788,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27320,49 +27368,49 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1791,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 1",
+        .op = "mse_loss",
+        .where = "ops.yaml:2978 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1792,
+        .call = call_mse_loss_1789,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 2",
+        .op = "mse_loss",
+        .where = "ops.yaml:2978 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1793,
+        .call = call_mse_loss_1790,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 3",
+        .op = "mse_loss",
+        .where = "ops.yaml:2978 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1794,
+        .call = call_mse_loss_1791,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:2978 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1792,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27370,10 +27418,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 4",
+        .where = "ops.yaml:2993 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1795,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27381,49 +27429,49 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1798,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 1",
+        .op = "l1_loss",
+        .where = "ops.yaml:2993 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1799,
+        .call = call_l1_loss_1796,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1800,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 3",
+        .op = "l1_loss",
+        .where = "ops.yaml:2993 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1801,
+        .call = call_l1_loss_1797,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:2993 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1798,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:2993 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1799,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27431,10 +27479,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 4",
+        .where = "ops.yaml:3008 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1802,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27443,10 +27491,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 5",
+        .where = "ops.yaml:3008 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1803,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27454,49 +27503,48 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 0",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3008 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1806,
+        .call = call_smooth_l1_loss_1804,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1807,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 2",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3008 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1808,
+        .call = call_smooth_l1_loss_1805,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 3",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3008 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1809,
+        .call = call_smooth_l1_loss_1806,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3008 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1807,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27504,10 +27552,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 4",
+        .where = "ops.yaml:3024 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1810,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27515,64 +27563,60 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1813,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "unit",
-    },
-    {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 1",
+        .op = "huber_loss",
+        .where = "ops.yaml:3024 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1814,
+        .call = call_huber_loss_1811,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "unit",
+        .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 2",
-        .n_inputs = 3,
+        .op = "huber_loss",
+        .where = "ops.yaml:3024 sample 2",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1815,
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1812,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "unit",
+        .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 3",
+        .op = "huber_loss",
+        .where = "ops.yaml:3024 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1813,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:3024 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1816,
+        .call = call_huber_loss_1814,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "unit",
+        .domain = NULL,
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3040 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1817,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27581,12 +27625,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 5",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3040 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1818,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27594,82 +27637,77 @@ const yt_op_case yt_op_cases[] = {
         .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1821,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 1",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1822,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 2",
-        .n_inputs = 4,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[3] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1823,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 3",
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3040 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1824,
+        .inputs[2] = {.name = "weight",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1819,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = NULL,
+        .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1825,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 5",
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3040 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1820,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3040 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1821,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3040 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {0},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1822,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3056 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_with_logits_1826,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27677,12 +27715,103 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3056 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1827,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3056 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .inputs[3] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1828,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3056 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1829,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3056 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1830,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3056 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_1831,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 0",
+        .where = "ops.yaml:3079 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1829,
+        .call = call_nll_loss_1836,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27690,13 +27819,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 1",
+        .where = "ops.yaml:3079 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1830,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_nll_loss_1837,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27704,13 +27837,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 2",
+        .where = "ops.yaml:3079 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1831,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_nll_loss_1838,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27718,12 +27855,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 3",
+        .where = "ops.yaml:3079 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1832,
+        .call = call_nll_loss_1839,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27731,13 +27868,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 4",
+        .where = "ops.yaml:3079 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1833,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_nll_loss_1840,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27745,11 +27886,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 5",
+        .where = "ops.yaml:3079 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1834,
+        .call = call_nll_loss_1841,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27757,117 +27898,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 0",
+        .where = "ops.yaml:3102 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1839,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1840,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1841,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1842,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1843,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1844,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 6",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1845,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1846,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 8",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1847,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27876,12 +27910,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 9",
+        .where = "ops.yaml:3102 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1848,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27890,11 +27928,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 10",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3102 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1849,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27903,13 +27946,127 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 11",
+        .where = "ops.yaml:3102 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_loss_1850,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3102 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1851,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3102 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1852,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3102 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_loss_1853,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3102 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1854,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3102 sample 8",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1855,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3102 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1856,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3102 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1857,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3102 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1850,
+        .call = call_cross_entropy_loss_1858,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27921,7 +28078,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1855,
+        .call = call_cross_entropy_index_1864,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27930,11 +28087,16 @@ const yt_op_case yt_op_cases[] = {
     {
         .op = "cross_entropy_index",
         .where = "ops.yaml:3128 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1856,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_index_1865,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27944,9 +28106,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "cross_entropy_index",
         .where = "ops.yaml:3128 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1857,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1866,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27955,10 +28118,16 @@ const yt_op_case yt_op_cases[] = {
     {
         .op = "cross_entropy_index",
         .where = "ops.yaml:3128 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1858,
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_index_1867,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27968,9 +28137,33 @@ const yt_op_case yt_op_cases[] = {
         .op = "cross_entropy_index",
         .where = "ops.yaml:3128 sample 4",
         .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1868,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3128 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1869,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3128 sample 6",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1859,
+        .call = call_cross_entropy_index_1870,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27978,12 +28171,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 0",
+        .where = "ops.yaml:3167 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1862,
+        .call = call_scaled_dot_product_attention_1874,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27991,7 +28184,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 1",
+        .where = "ops.yaml:3167 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -28001,7 +28194,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1863,
+        .call = call_scaled_dot_product_attention_1875,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28009,7 +28202,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 2",
+        .where = "ops.yaml:3167 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -28019,7 +28212,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1864,
+        .call = call_scaled_dot_product_attention_1876,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28027,12 +28220,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 3",
+        .where = "ops.yaml:3167 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1865,
+        .call = call_scaled_dot_product_attention_1877,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28040,7 +28233,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 4",
+        .where = "ops.yaml:3167 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28050,7 +28243,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1866,
+        .call = call_scaled_dot_product_attention_1878,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28058,12 +28251,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 5",
+        .where = "ops.yaml:3167 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1867,
+        .call = call_scaled_dot_product_attention_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28071,12 +28264,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 6",
+        .where = "ops.yaml:3167 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1868,
+        .call = call_scaled_dot_product_attention_1880,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28084,12 +28277,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 0 result output",
+        .where = "ops.yaml:3195 sample 0 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1875,
+        .call = call_scaled_dot_product_attention_math_output_1887,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28097,12 +28290,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 0 result attn",
+        .where = "ops.yaml:3195 sample 0 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1876,
+        .call = call_scaled_dot_product_attention_math_attn_1888,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28110,7 +28303,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 1 result output",
+        .where = "ops.yaml:3195 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28120,7 +28313,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1877,
+        .call = call_scaled_dot_product_attention_math_output_1889,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28128,7 +28321,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 1 result attn",
+        .where = "ops.yaml:3195 sample 1 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28138,7 +28331,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1878,
+        .call = call_scaled_dot_product_attention_math_attn_1890,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28146,12 +28339,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 2 result output",
+        .where = "ops.yaml:3195 sample 2 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1879,
+        .call = call_scaled_dot_product_attention_math_output_1891,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28159,12 +28352,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 2 result attn",
+        .where = "ops.yaml:3195 sample 2 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1880,
+        .call = call_scaled_dot_product_attention_math_attn_1892,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28172,12 +28365,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 3 result output",
+        .where = "ops.yaml:3195 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1881,
+        .call = call_scaled_dot_product_attention_math_output_1893,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28185,12 +28378,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 3 result attn",
+        .where = "ops.yaml:3195 sample 3 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1882,
+        .call = call_scaled_dot_product_attention_math_attn_1894,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28198,9 +28391,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3223 sample 0",
+        .where = "ops.yaml:3225 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1890,
+        .call = call_empty_1902,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28208,9 +28401,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3223 sample 1",
+        .where = "ops.yaml:3225 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1891,
+        .call = call_empty_1903,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28218,9 +28411,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3223 sample 2",
+        .where = "ops.yaml:3225 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1892,
+        .call = call_empty_1904,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28228,9 +28421,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3230 sample 0",
+        .where = "ops.yaml:3232 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1893,
+        .call = call_zeros_1905,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28238,9 +28431,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3238 sample 0",
+        .where = "ops.yaml:3240 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1894,
+        .call = call_ones_1906,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28248,9 +28441,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3253 sample 0",
+        .where = "ops.yaml:3255 sample 0",
         .n_inputs = 0,
-        .call = call_full_1895,
+        .call = call_full_1907,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28258,9 +28451,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3253 sample 1",
+        .where = "ops.yaml:3255 sample 1",
         .n_inputs = 0,
-        .call = call_full_1896,
+        .call = call_full_1908,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28268,9 +28461,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3253 sample 2",
+        .where = "ops.yaml:3255 sample 2",
         .n_inputs = 0,
-        .call = call_full_1897,
+        .call = call_full_1909,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28278,10 +28471,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3264 sample 0",
+        .where = "ops.yaml:3266 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1898,
+        .call = call_empty_like_1910,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28289,11 +28482,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3264 sample 1",
+        .where = "ops.yaml:3266 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1899,
+        .call = call_empty_like_1911,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28301,10 +28494,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3264 sample 2",
+        .where = "ops.yaml:3266 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1900,
+        .call = call_empty_like_1912,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28312,10 +28505,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3284 sample 0",
+        .where = "ops.yaml:3286 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1901,
+        .call = call_ones_like_1913,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28323,11 +28516,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3284 sample 1",
+        .where = "ops.yaml:3286 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1902,
+        .call = call_ones_like_1914,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28335,10 +28528,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3284 sample 2",
+        .where = "ops.yaml:3286 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1903,
+        .call = call_ones_like_1915,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28346,10 +28539,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3284 sample 3",
+        .where = "ops.yaml:3286 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1904,
+        .call = call_ones_like_1916,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28357,10 +28550,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3296 sample 0",
+        .where = "ops.yaml:3298 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1905,
+        .call = call_full_like_1917,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28368,11 +28561,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3296 sample 1",
+        .where = "ops.yaml:3298 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1906,
+        .call = call_full_like_1918,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28380,10 +28573,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3296 sample 2",
+        .where = "ops.yaml:3298 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1907,
+        .call = call_full_like_1919,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28391,9 +28584,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3301 sample 0",
+        .where = "ops.yaml:3303 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1908,
+        .call = call_arange_1920,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28401,9 +28594,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3316 sample 0",
+        .where = "ops.yaml:3318 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1909,
+        .call = call_linspace_1921,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28411,9 +28604,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3316 sample 1",
+        .where = "ops.yaml:3318 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1910,
+        .call = call_linspace_1922,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28421,9 +28614,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3316 sample 2",
+        .where = "ops.yaml:3318 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1911,
+        .call = call_linspace_1923,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28431,9 +28624,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3328 sample 0",
+        .where = "ops.yaml:3330 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1912,
+        .call = call_eye_1924,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28441,9 +28634,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3328 sample 1",
+        .where = "ops.yaml:3330 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1913,
+        .call = call_eye_1925,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28451,9 +28644,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3339 sample 0",
+        .where = "ops.yaml:3341 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1914,
+        .call = call_eye_m_1926,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28461,9 +28654,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3339 sample 1",
+        .where = "ops.yaml:3341 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1915,
+        .call = call_eye_m_1927,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28471,9 +28664,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3343 sample 0",
+        .where = "ops.yaml:3345 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1916,
+        .call = call_rand_1928,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28481,9 +28674,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3354 sample 0",
+        .where = "ops.yaml:3356 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1918,
+        .call = call_randn_1930,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28491,10 +28684,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3371 sample 0",
+        .where = "ops.yaml:3373 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1920,
+        .call = call_rand_like_1932,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28502,10 +28695,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3371 sample 1",
+        .where = "ops.yaml:3373 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1921,
+        .call = call_rand_like_1933,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28513,10 +28706,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3381 sample 0",
+        .where = "ops.yaml:3383 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1922,
+        .call = call_randn_like_1934,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28524,10 +28717,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3381 sample 1",
+        .where = "ops.yaml:3383 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1923,
+        .call = call_randn_like_1935,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28535,9 +28728,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3392 sample 0",
+        .where = "ops.yaml:3394 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1924,
+        .call = call_randint_1936,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28545,9 +28738,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3392 sample 1",
+        .where = "ops.yaml:3394 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1925,
+        .call = call_randint_1937,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28555,9 +28748,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3403 sample 0",
+        .where = "ops.yaml:3405 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1926,
+        .call = call_randint_low_1938,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28565,9 +28758,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3413 sample 0",
+        .where = "ops.yaml:3415 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1927,
+        .call = call_randperm_1939,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28575,9 +28768,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3413 sample 1",
+        .where = "ops.yaml:3415 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1928,
+        .call = call_randperm_1940,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28585,112 +28778,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3430 sample 0",
+        .where = "ops.yaml:3432 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1929,
-        .call_inplace = inplace_bernoulli_p_1930,
+        .call = call_bernoulli_p_1941,
+        .call_inplace = inplace_bernoulli_p_1942,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3430 sample 1",
+        .where = "ops.yaml:3432 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1931,
-        .call_inplace = inplace_bernoulli_p_1932,
+        .call = call_bernoulli_p_1943,
+        .call_inplace = inplace_bernoulli_p_1944,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3430 sample 2",
+        .where = "ops.yaml:3432 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1933,
-        .call_inplace = inplace_bernoulli_p_1934,
+        .call = call_bernoulli_p_1945,
+        .call_inplace = inplace_bernoulli_p_1946,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3441 sample 0",
+        .where = "ops.yaml:3443 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1935,
-        .call_inplace = inplace_normal_1936,
+        .call = call_normal_1947,
+        .call_inplace = inplace_normal_1948,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3441 sample 1",
+        .where = "ops.yaml:3443 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1937,
-        .call_inplace = inplace_normal_1938,
+        .call = call_normal_1949,
+        .call_inplace = inplace_normal_1950,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3441 sample 2",
+        .where = "ops.yaml:3443 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1939,
-        .call_inplace = inplace_normal_1940,
+        .call = call_normal_1951,
+        .call_inplace = inplace_normal_1952,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3453 sample 0",
+        .where = "ops.yaml:3455 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1942,
-        .call_inplace = inplace_uniform_1943,
+        .call = call_uniform_1954,
+        .call_inplace = inplace_uniform_1955,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3453 sample 1",
+        .where = "ops.yaml:3455 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1944,
-        .call_inplace = inplace_uniform_1945,
+        .call = call_uniform_1956,
+        .call_inplace = inplace_uniform_1957,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3453 sample 2",
+        .where = "ops.yaml:3455 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1946,
-        .call_inplace = inplace_uniform_1947,
+        .call = call_uniform_1958,
+        .call_inplace = inplace_uniform_1959,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3466 sample 0",
+        .where = "ops.yaml:3468 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1949,
+        .call = call_maybe_multiply_1961,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28698,10 +28891,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3466 sample 1",
+        .where = "ops.yaml:3468 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1950,
+        .call = call_maybe_multiply_1962,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28709,10 +28902,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3477 sample 0",
+        .where = "ops.yaml:3479 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1952,
+        .call = call_sum_to_1964,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28720,10 +28913,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3477 sample 1",
+        .where = "ops.yaml:3479 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1953,
+        .call = call_sum_to_1965,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -31573,7 +31766,8 @@ const yt_error_case yt_error_cases[] = {
                       .dim = 2,
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = error_batch_norm_1709,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
@@ -31587,7 +31781,8 @@ const yt_error_case yt_error_cases[] = {
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = error_batch_norm_1710,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
@@ -31601,7 +31796,8 @@ const yt_error_case yt_error_cases[] = {
                       .dim = 2,
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = error_batch_norm_1711,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
@@ -31615,10 +31811,57 @@ const yt_error_case yt_error_cases[] = {
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = error_batch_norm_1712,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2612: running_mean requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1713,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
+        .requires_grad = true,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2612: running_var requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1714,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
+        .requires_grad = true,
+        .domain = "positive",
     },
     {
         .op = "batch_norm",
@@ -31629,684 +31872,855 @@ const yt_error_case yt_error_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1713,
+        .call = error_batch_norm_1715,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2657: input.dim == 4",
+        .what = "ops.yaml:2656: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1716,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2659: weight.dim == 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1717,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2661: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1718,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2663: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:2658: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1719,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2665: bias.dim == 2",
+        .what = "ops.yaml:2660: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1720,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2667: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2662: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1721,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2669: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2664: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1722,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2651: dtype of input",
+        .what = "ops.yaml:2666: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1723,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2668: bias.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1724,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2650: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1723,
+        .call = error_row_norm_1725,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2684: input.dim >= 2",
+        .what = "ops.yaml:2683: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1726,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2686: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1727,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2688: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1728,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2690: bias.dim == 1",
+        .what = "ops.yaml:2685: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1729,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2692: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2687: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1730,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2694: running_mean.dim == 1",
+        .what = "ops.yaml:2689: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1731,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2696: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2691: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1732,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2698: running_var.dim == 1",
+        .what = "ops.yaml:2693: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
+        .inputs[1] = {.name = "running_mean",
                       .dim = 2,
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = error_batch_norm_training_1733,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2700: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2695: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
+        .inputs[1] = {.name = "running_mean",
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .call = error_batch_norm_training_1734,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2678: dtype of input",
+        .what = "ops.yaml:2697: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1735,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2699: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1736,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2677: running_mean requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1737,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
+        .requires_grad = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2677: running_var requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1738,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
+        .requires_grad = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2677: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1735,
+        .call = error_batch_norm_training_1739,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2717: input.dim == 4",
+        .what = "ops.yaml:2716: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1736,
+        .call = error_row_norm_backward_input_1740,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2728: input.dim == 4",
+        .what = "ops.yaml:2727: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1737,
+        .call = error_row_norm_backward_weight_1741,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2739: grad_out.dim == 4",
+        .what = "ops.yaml:2738: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1738,
+        .call = error_row_norm_backward_bias_1742,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2751: input.dim == 4",
+        .what = "ops.yaml:2750: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1739,
+        .call = error_row_norm_backward_1743,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2763: input.dim == 4",
+        .what = "ops.yaml:2762: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1740,
+        .call = error_row_norm_double_backward_input_1744,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2774: input.dim == 4",
+        .what = "ops.yaml:2773: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1741,
+        .call = error_row_norm_double_backward_grad_out_1745,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2785: input.dim >= 2",
+        .what = "ops.yaml:2784: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1742,
+        .call = error_batch_norm_backward_input_1746,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2796: input.dim >= 2",
+        .what = "ops.yaml:2795: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1743,
+        .call = error_batch_norm_backward_weight_1747,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2807: grad_out.dim >= 2",
+        .what = "ops.yaml:2806: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1744,
+        .call = error_batch_norm_backward_bias_1748,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2819: input.dim >= 2",
+        .what = "ops.yaml:2818: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1745,
+        .call = error_batch_norm_backward_1749,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2830: grad.dim == 1",
+        .what = "ops.yaml:2829: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1746,
+        .call = error_batch_norm_backward_bias_backward_1750,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2832: len(sizes) >= 2",
+        .what = "ops.yaml:2831: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1747,
+        .call = error_batch_norm_backward_bias_backward_1751,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2843: input.dim >= 2",
+        .what = "ops.yaml:2842: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1748,
+        .call = error_batch_norm_double_backward_input_1752,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2854: input.dim >= 2",
+        .what = "ops.yaml:2853: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1749,
+        .call = error_batch_norm_double_backward_grad_out_1753,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2869: is_floating(result_dtype)",
+        .what = "ops.yaml:2868: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1755,
+        .call = error_softmax_1759,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2862: dtype of self",
+        .what = "ops.yaml:2861: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1756,
+        .call = error_softmax_1760,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2862: dim out of range",
+        .what = "ops.yaml:2861: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1757,
+        .call = error_softmax_1761,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2887: is_floating(result_dtype)",
+        .what = "ops.yaml:2886: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1763,
+        .call = error_log_softmax_1767,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2880: dtype of self",
+        .what = "ops.yaml:2879: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1764,
+        .call = error_log_softmax_1768,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2880: dim out of range",
+        .what = "ops.yaml:2879: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1765,
+        .call = error_log_softmax_1769,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2905: grad_output.dim == output.dim",
+        .what = "ops.yaml:2904: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1769,
+        .call = error_softmax_backward_data_1773,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2898: dtype of grad_output",
+        .what = "ops.yaml:2897: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1770,
+        .call = error_softmax_backward_data_1774,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2898: dim out of range",
+        .what = "ops.yaml:2897: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1771,
+        .call = error_softmax_backward_data_1775,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2922: grad_output.dim == output.dim",
+        .what = "ops.yaml:2921: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1775,
+        .call = error_log_softmax_backward_data_1779,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2915: dtype of grad_output",
+        .what = "ops.yaml:2914: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1776,
+        .call = error_log_softmax_backward_data_1780,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2915: dim out of range",
+        .what = "ops.yaml:2914: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1777,
+        .call = error_log_softmax_backward_data_1781,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2959: dtype of input",
+        .what = "ops.yaml:2958: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1783,
+        .call = error_dropout_1787,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2972: reduction not a choice",
+        .what = "ops.yaml:2971: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1789,
+        .call = error_mse_loss_1793,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2972: dtype of self",
+        .what = "ops.yaml:2971: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1790,
+        .call = error_mse_loss_1794,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2987: reduction not a choice",
+        .what = "ops.yaml:2986: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1796,
+        .call = error_l1_loss_1800,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2987: dtype of self",
+        .what = "ops.yaml:2986: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1797,
+        .call = error_l1_loss_1801,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3002: reduction not a choice",
+        .what = "ops.yaml:3001: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1804,
+        .call = error_smooth_l1_loss_1808,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3002: dtype of self",
+        .what = "ops.yaml:3001: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1805,
+        .call = error_smooth_l1_loss_1809,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3018: reduction not a choice",
+        .what = "ops.yaml:3017: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1811,
+        .call = error_huber_loss_1815,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3018: dtype of self",
+        .what = "ops.yaml:3017: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1812,
+        .call = error_huber_loss_1816,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3033: reduction not a choice",
+        .what = "ops.yaml:3032: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_binary_cross_entropy_1823,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .what = "ops.yaml:3032: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1819,
+        .call = error_binary_cross_entropy_1824,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3033: dtype of self",
+        .what = "ops.yaml:3032: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1820,
+        .call = error_binary_cross_entropy_1825,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3050: reduction not a choice",
+        .what = "ops.yaml:3049: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_binary_cross_entropy_with_logits_1832,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:3049: pos_weight requires grad",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_binary_cross_entropy_with_logits_1833,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
+        .requires_grad = true,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:3049: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1827,
+        .call = error_binary_cross_entropy_with_logits_1834,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3050: dtype of self",
+        .what = "ops.yaml:3049: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1828,
+        .call = error_binary_cross_entropy_with_logits_1835,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3073: self.dim >= 1",
+        .what = "ops.yaml:3072: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1835,
+        .call = error_nll_loss_1842,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3075: weight.dim == 1",
+        .what = "ops.yaml:3074: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1836,
+        .inputs[2] = {.name = "weight",
+                      .dim = 2,
+                      .sizes = {1, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_nll_loss_1843,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3066: reduction not a choice",
+        .what = "ops.yaml:3065: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_nll_loss_1844,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:3065: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1837,
+        .call = error_nll_loss_1845,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3066: dtype of self",
+        .what = "ops.yaml:3065: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1838,
+        .call = error_nll_loss_1846,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3096: self.dim >= 1",
+        .what = "ops.yaml:3095: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1851,
+        .call = error_cross_entropy_loss_1859,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3098: weight.dim == 1",
+        .what = "ops.yaml:3097: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1852,
+        .call = error_cross_entropy_loss_1860,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3089: reduction not a choice",
+        .what = "ops.yaml:3088: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_cross_entropy_loss_1861,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:3088: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1853,
+        .call = error_cross_entropy_loss_1862,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3089: dtype of self",
+        .what = "ops.yaml:3088: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1854,
+        .call = error_cross_entropy_loss_1863,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_index",
+        .what = "ops.yaml:3118: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_cross_entropy_index_1871,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = "positive",
     },
     {
         .op = "cross_entropy_index",
@@ -32314,7 +32728,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1860,
+        .call = error_cross_entropy_index_1872,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
@@ -32324,207 +32738,207 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1861,
+        .call = error_cross_entropy_index_1873,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3153: query.dim >= 2",
+        .what = "ops.yaml:3155: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1869,
+        .call = error_scaled_dot_product_attention_1881,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3155: key.dim >= 2",
+        .what = "ops.yaml:3157: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1870,
+        .call = error_scaled_dot_product_attention_1882,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3157: value.dim >= 2",
+        .what = "ops.yaml:3159: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1871,
+        .call = error_scaled_dot_product_attention_1883,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3159: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3161: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1872,
+        .call = error_scaled_dot_product_attention_1884,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3161: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3163: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1873,
+        .call = error_scaled_dot_product_attention_1885,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3147: dtype of query",
+        .what = "ops.yaml:3149: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1874,
+        .call = error_scaled_dot_product_attention_1886,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3182: query.dim >= 2",
+        .what = "ops.yaml:3184: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1883,
+        .call = error_scaled_dot_product_attention_math_1895,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3184: key.dim == query.dim and value.dim == query.dim",
+        .what = "ops.yaml:3186: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1884,
+        .call = error_scaled_dot_product_attention_math_1896,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3186: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3188: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1885,
+        .call = error_scaled_dot_product_attention_math_1897,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3188: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3190: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1886,
+        .call = error_scaled_dot_product_attention_math_1898,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3176: dtype of query",
+        .what = "ops.yaml:3178: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1887,
+        .call = error_scaled_dot_product_attention_math_1899,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3206: query.dim >= 2",
+        .what = "ops.yaml:3208: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1888,
+        .call = error_scaled_dot_product_attention_math_backward_1900,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3208: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3210: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1889,
+        .call = error_scaled_dot_product_attention_math_backward_1901,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3348: is_floating(result_dtype)",
+        .what = "ops.yaml:3350: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1917,
+        .call = error_rand_1929,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3359: is_floating(result_dtype)",
+        .what = "ops.yaml:3361: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1919,
+        .call = error_randn_1931,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3435: dtype of self",
+        .what = "ops.yaml:3437: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1941,
+        .call = error_normal_1953,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3447: dtype of self",
+        .what = "ops.yaml:3449: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1948,
+        .call = error_uniform_1960,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3460: dtype of self",
+        .what = "ops.yaml:3462: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1951,
+        .call = error_maybe_multiply_1963,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3471: dtype of self",
+        .what = "ops.yaml:3473: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1954,
+        .call = error_sum_to_1966,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -4006,15 +4006,18 @@ YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_sha
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
  * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
  * statistics and, when given, updates `running_mean` and `running_var` in place (momentum,
- * unbiased variance); eval uses the running statistics (differentiable in them). Then applies
- * `weight` and `bias` when given; `cudnn_enabled` is ignored.
+ * unbiased variance); eval uses the running statistics. Then applies `weight` and `bias` when
+ * given; `cudnn_enabled` is ignored. The running statistics are not differentiable (refused with
+ * YT_ERR_VALUE when they require grad and grad mode is on), as in PyTorch.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Not differentiable with respect to running_mean, running_var: YT_ERR_VALUE when one of them
+ * requires grad and grad mode is on.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                                 yt_tensor *running_mean, yt_tensor *running_var, bool training,
                                 double momentum, double eps, bool cudnn_enabled);
 
-/* ---- row_norm (ops.yaml:2651) */
+/* ---- row_norm (ops.yaml:2650) */
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
  * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
@@ -4025,20 +4028,22 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
 YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
                               double eps);
 
-/* ---- batch_norm_training (ops.yaml:2678) */
+/* ---- batch_norm_training (ops.yaml:2677) */
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
  * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
  * channel (dim 1) with its batch mean and biased variance, applies `weight` and `bias` when given,
  * and updates `running_mean` and `running_var` in place when given (momentum, unbiased variance).
- * The running statistics get zero gradients.
+ * The running statistics are not differentiable, as in PyTorch.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Not differentiable with respect to running_mean, running_var: YT_ERR_VALUE when one of them
+ * requires grad and grad mode is on.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                                          yt_tensor *running_mean, yt_tensor *running_var,
                                          double momentum, double eps);
 
-/* ---- row_norm_backward_input (ops.yaml:2711) */
+/* ---- row_norm_backward_input (ops.yaml:2710) */
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
@@ -4047,7 +4052,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
 YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
 
-/* ---- row_norm_backward_weight (ops.yaml:2722) */
+/* ---- row_norm_backward_weight (ops.yaml:2721) */
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
@@ -4057,7 +4062,7 @@ YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *inp
 YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
                                               double eps);
 
-/* ---- row_norm_backward_bias (ops.yaml:2734) */
+/* ---- row_norm_backward_bias (ops.yaml:2733) */
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
@@ -4065,7 +4070,7 @@ YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *in
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- row_norm_backward (ops.yaml:2745) */
+/* ---- row_norm_backward (ops.yaml:2744) */
 
 /* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the
@@ -4079,7 +4084,7 @@ YT_API yt_status yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_
                                       bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                       yt_tensor **d_bias);
 
-/* ---- row_norm_double_backward_input (ops.yaml:2757) */
+/* ---- row_norm_double_backward_input (ops.yaml:2756) */
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4089,7 +4094,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
                                                     yt_tensor *input, yt_tensor *weight,
                                                     bool center, double eps);
 
-/* ---- row_norm_double_backward_grad_out (ops.yaml:2768) */
+/* ---- row_norm_double_backward_grad_out (ops.yaml:2767) */
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4099,7 +4104,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
 YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                        yt_tensor *weight, bool center, double eps);
 
-/* ---- batch_norm_backward_input (ops.yaml:2779) */
+/* ---- batch_norm_backward_input (ops.yaml:2778) */
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
@@ -4109,7 +4114,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tenso
 YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                                yt_tensor *weight, double eps);
 
-/* ---- batch_norm_backward_weight (ops.yaml:2790) */
+/* ---- batch_norm_backward_weight (ops.yaml:2789) */
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
@@ -4118,7 +4123,7 @@ YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
 
-/* ---- batch_norm_backward_bias (ops.yaml:2802) */
+/* ---- batch_norm_backward_bias (ops.yaml:2801) */
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
@@ -4126,7 +4131,7 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_backward (ops.yaml:2813) */
+/* ---- batch_norm_backward (ops.yaml:2812) */
 
 /* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and
@@ -4140,7 +4145,7 @@ YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, y
                                         bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                         yt_tensor **d_bias);
 
-/* ---- batch_norm_backward_bias_backward (ops.yaml:2825) */
+/* ---- batch_norm_backward_bias_backward (ops.yaml:2824) */
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
  * Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.
@@ -4149,7 +4154,7 @@ YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, y
 YT_API yt_tensor *yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
                                                        int sizes_len);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:2837) */
+/* ---- batch_norm_double_backward_input (ops.yaml:2836) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4159,7 +4164,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:2848) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:2847) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4169,7 +4174,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- softmax.int (ops.yaml:2862) */
+/* ---- softmax.int (ops.yaml:2861) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -4186,7 +4191,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:2880) */
+/* ---- log_softmax.int (ops.yaml:2879) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -4201,7 +4206,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:2898) */
+/* ---- softmax_backward_data (ops.yaml:2897) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -4209,7 +4214,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:2915) */
+/* ---- log_softmax_backward_data (ops.yaml:2914) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -4218,7 +4223,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:2932) */
+/* ---- softmax_double_backward (ops.yaml:2931) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -4227,7 +4232,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:2940) */
+/* ---- log_softmax_double_backward (ops.yaml:2939) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -4236,7 +4241,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:2948) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2947) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -4246,7 +4251,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:2959) */
+/* ---- dropout (ops.yaml:2958) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -4263,7 +4268,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:2972) */
+/* ---- mse_loss (ops.yaml:2971) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -4278,7 +4283,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:2987) */
+/* ---- l1_loss (ops.yaml:2986) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -4293,7 +4298,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:3002) */
+/* ---- smooth_l1_loss (ops.yaml:3001) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -4311,7 +4316,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:3018) */
+/* ---- huber_loss (ops.yaml:3017) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -4329,11 +4334,12 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:3033) */
+/* ---- binary_cross_entropy (ops.yaml:3032) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
- * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is not differentiable, as in
+ * PyTorch.
  * Uses the defaults weight=None, reduction=mean; yt_binary_cross_entropy_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
@@ -4341,18 +4347,21 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
- * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is not differentiable, as in
+ * PyTorch.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Not differentiable with respect to weight: YT_ERR_VALUE when it requires grad and grad mode is
+ * on.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:3050) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:3049) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
- * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
- * constants as in PyTorch).
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, neither
+ * differentiable, as in PyTorch).
  * Uses the defaults weight=None, pos_weight=None, reduction=mean; yt_binary_cross_entropy_with_logits_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
@@ -4360,20 +4369,22 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
- * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
- * constants as in PyTorch).
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, neither
+ * differentiable, as in PyTorch).
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Not differentiable with respect to weight, pos_weight: YT_ERR_VALUE when one of them requires
+ * grad and grad mode is on.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target,
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:3066) */
+/* ---- nll_loss (ops.yaml:3065) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
  * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
- * `weight` is a constant, as in PyTorch.
+ * `weight` is not differentiable, as in PyTorch.
  * Uses the defaults weight=None, reduction=mean, ignore_index=-100; yt_nll_loss_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
@@ -4382,19 +4393,22 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
  * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
- * `weight` is a constant, as in PyTorch.
+ * `weight` is not differentiable, as in PyTorch.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Not differentiable with respect to weight: YT_ERR_VALUE when it requires grad and grad mode is
+ * on.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:3089) */
+/* ---- cross_entropy_loss (ops.yaml:3088) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
  * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
- * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
- * PyTorch) and label smoothing, as PyTorch defines them.
+ * probabilities (a floating target shaped like self), with per-class `weight` and label smoothing,
+ * as PyTorch defines them. As in PyTorch, `weight` gets a gradient with class probabilities, and
+ * is refused (YT_ERR_VALUE) when it requires grad with class indices and grad mode is on.
  * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_loss_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
@@ -4403,8 +4417,9 @@ YT_API yt_tensor *yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target);
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
  * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
- * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
- * PyTorch) and label smoothing, as PyTorch defines them.
+ * probabilities (a floating target shaped like self), with per-class `weight` and label smoothing,
+ * as PyTorch defines them. As in PyTorch, `weight` gets a gradient with class probabilities, and
+ * is refused (YT_ERR_VALUE) when it requires grad with class indices and grad mode is on.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
@@ -4415,7 +4430,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
- * over each row); `weight` is a constant (its gradient is zero).
+ * over each row); `weight` is not differentiable, as in PyTorch.
  * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_index_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
@@ -4423,14 +4438,16 @@ YT_API yt_tensor *yt_cross_entropy_index(yt_tensor *self, yt_tensor *target);
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
- * over each row); `weight` is a constant (its gradient is zero).
+ * over each row); `weight` is not differentiable, as in PyTorch.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Not differentiable with respect to weight: YT_ERR_VALUE when it requires grad and grad mode is
+ * on.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:3136) */
+/* ---- cross_entropy_index_backward (ops.yaml:3138) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -4442,7 +4459,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- scaled_dot_product_attention (ops.yaml:3147) */
+/* ---- scaled_dot_product_attention (ops.yaml:3149) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -4467,7 +4484,7 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- scaled_dot_product_attention_math (ops.yaml:3176) */
+/* ---- scaled_dot_product_attention_math (ops.yaml:3178) */
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
  * The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @
@@ -4481,7 +4498,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tenso
                                                       yt_tensor *value, double scale,
                                                       yt_tensor **output, yt_tensor **attn);
 
-/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3200) */
+/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3202) */
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
  * The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the
@@ -4495,7 +4512,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math_backward(
     double scale, bool query_grad, bool key_grad, bool value_grad, yt_tensor **d_query,
     yt_tensor **d_key, yt_tensor **d_value);
 
-/* ---- empty (ops.yaml:3216) */
+/* ---- empty (ops.yaml:3218) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -4510,7 +4527,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:3230) */
+/* ---- zeros (ops.yaml:3232) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -4525,7 +4542,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:3238) */
+/* ---- ones (ops.yaml:3240) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -4540,7 +4557,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:3246) */
+/* ---- full (ops.yaml:3248) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -4558,7 +4575,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:3258) */
+/* ---- empty_like (ops.yaml:3260) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -4575,7 +4592,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:3271) */
+/* ---- zeros_like (ops.yaml:3273) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -4583,7 +4600,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:3278) */
+/* ---- ones_like (ops.yaml:3280) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -4598,7 +4615,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:3290) */
+/* ---- full_like (ops.yaml:3292) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -4615,7 +4632,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:3301) */
+/* ---- arange (ops.yaml:3303) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -4633,7 +4650,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:3309) */
+/* ---- linspace (ops.yaml:3311) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -4649,7 +4666,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:3321) */
+/* ---- eye (ops.yaml:3323) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -4664,7 +4681,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:3332) */
+/* ---- eye.m (ops.yaml:3334) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -4679,7 +4696,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:3343) */
+/* ---- rand (ops.yaml:3345) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -4695,7 +4712,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:3354) */
+/* ---- randn (ops.yaml:3356) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -4711,7 +4728,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:3365) */
+/* ---- rand_like (ops.yaml:3367) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4728,7 +4745,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:3375) */
+/* ---- randn_like (ops.yaml:3377) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4745,7 +4762,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:3385) */
+/* ---- randint (ops.yaml:3387) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -4761,7 +4778,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:3396) */
+/* ---- randint.low (ops.yaml:3398) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -4777,7 +4794,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:3406) */
+/* ---- randperm (ops.yaml:3408) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -4793,7 +4810,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:3417) */
+/* ---- bernoulli (ops.yaml:3419) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -4810,7 +4827,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:3424) */
+/* ---- bernoulli.p (ops.yaml:3426) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -4844,7 +4861,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:3435) */
+/* ---- normal (ops.yaml:3437) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -4878,7 +4895,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:3447) */
+/* ---- uniform (ops.yaml:3449) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -4912,7 +4929,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- maybe_multiply (ops.yaml:3460) */
+/* ---- maybe_multiply (ops.yaml:3462) */
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
  * `self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta,
@@ -4921,7 +4938,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
 
-/* ---- sum_to (ops.yaml:3471) */
+/* ---- sum_to (ops.yaml:3473) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -4929,7 +4946,7 @@ YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:3482) */
+/* ---- sum_backward (ops.yaml:3484) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -4938,7 +4955,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:3489) */
+/* ---- mean_backward (ops.yaml:3491) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -4947,7 +4964,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:3496) */
+/* ---- amax_backward (ops.yaml:3498) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -4956,7 +4973,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:3503) */
+/* ---- permute_backward (ops.yaml:3505) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -4964,7 +4981,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:3510) */
+/* ---- pow_backward (ops.yaml:3512) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -4972,7 +4989,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:3517) */
+/* ---- pow_backward_self (ops.yaml:3519) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -4980,7 +4997,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:3524) */
+/* ---- pow_backward_exponent (ops.yaml:3526) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -4989,7 +5006,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:3531) */
+/* ---- slice_backward (ops.yaml:3533) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -4999,7 +5016,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:3539) */
+/* ---- select_backward (ops.yaml:3541) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
