@@ -12,7 +12,7 @@
 #endif
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2977 */
+ * from ops.yaml:2980 */
 yt_tensor *
 yt_mse_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -20,7 +20,7 @@ yt_mse_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2977 */
+ * from ops.yaml:2980 */
 yt_tensor *
 yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -56,7 +56,7 @@ yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2992 */
+ * from ops.yaml:2995 */
 yt_tensor *
 yt_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -64,7 +64,7 @@ yt_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2992 */
+ * from ops.yaml:2995 */
 yt_tensor *
 yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -100,7 +100,7 @@ yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3007 */
+ * from ops.yaml:3010 */
 yt_tensor *
 yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -108,7 +108,7 @@ yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3007 */
+ * from ops.yaml:3010 */
 yt_tensor *
 yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double beta)
 {
@@ -146,7 +146,7 @@ yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, 
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3023 */
+ * from ops.yaml:3026 */
 yt_tensor *
 yt_huber_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -154,7 +154,7 @@ yt_huber_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3023 */
+ * from ops.yaml:3026 */
 yt_tensor *
 yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double delta)
 {
@@ -191,7 +191,7 @@ yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, doub
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3038 */
+ * from ops.yaml:3041 */
 yt_tensor *
 yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 {
@@ -199,7 +199,7 @@ yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3038 */
+ * from ops.yaml:3041 */
 yt_tensor *
 yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                            const char *reduction)
@@ -250,7 +250,7 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3055 */
+ * from ops.yaml:3058 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 {
@@ -258,7 +258,7 @@ yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3055 */
+ * from ops.yaml:3058 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                        yt_tensor *pos_weight, const char *reduction)
@@ -330,7 +330,7 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_te
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3071 */
+ * from ops.yaml:3074 */
 yt_tensor *
 yt_nll_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -338,7 +338,7 @@ yt_nll_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3071 */
+ * from ops.yaml:3074 */
 yt_tensor *
 yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char *reduction,
                int64_t ignore_index)
@@ -393,7 +393,7 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3094 */
+ * from ops.yaml:3097 */
 yt_tensor *
 yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -401,7 +401,7 @@ yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3094 */
+ * from ops.yaml:3097 */
 yt_tensor *
 yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                          const char *reduction, int64_t ignore_index, double label_smoothing)
@@ -460,7 +460,7 @@ yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3124; backward from derivatives.yaml:654 */
+ * from ops.yaml:3127; backward from derivatives.yaml:654 */
 yt_tensor *
 yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 {
@@ -468,7 +468,7 @@ yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3124; backward from derivatives.yaml:654 */
+ * from ops.yaml:3127; backward from derivatives.yaml:654 */
 yt_tensor *
 yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                           const char *reduction, int64_t ignore_index, double label_smoothing)

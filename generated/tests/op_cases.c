@@ -15002,26 +15002,32 @@ call_conv_transpose2d_1639(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1640(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
-                                  0);
+    static const int64_t stride[] = {1, 2};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t output_padding[] = {1, 2};
+    static const int64_t dilation[] = {2, 3};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2,
+                                  output_padding, 2, 1, dilation, 2);
 }
 
 static yt_tensor *
-error_conv_transpose2d_1641(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
-                                  0);
+    static const int64_t output_padding[] = {1};
+    static const int64_t dilation[] = {2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, output_padding, 1,
+                                  1, dilation, 1);
 }
 
 static yt_tensor *
 error_conv_transpose2d_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
                                   0);
 }
 
@@ -15029,12 +15035,28 @@ static yt_tensor *
 error_conv_transpose2d_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
                                   NULL, 0);
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1644(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15046,7 +15068,7 @@ call_conv2d_backward_input_1644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1645(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -15058,7 +15080,7 @@ call_conv2d_backward_input_1645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1646(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15070,7 +15092,7 @@ error_conv2d_backward_input_1646(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1647(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15082,7 +15104,7 @@ call_conv2d_backward_weight_1647(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1648(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -15094,7 +15116,7 @@ call_conv2d_backward_weight_1648(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1649(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15106,70 +15128,41 @@ error_conv2d_backward_weight_1649(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1650(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1651(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1652(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1653(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
-}
-
-static yt_tensor *
-call_max_pool2d_with_indices_values_1654(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {2, 2};
-    yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
-                                      &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-call_max_pool2d_with_indices_indices_1655(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {2, 2};
-    yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
-                                      &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
 }
 
 static yt_tensor *
 call_max_pool2d_with_indices_values_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t kernel_size[] = {3, 2};
-    static const int64_t stride[] = {2, 1};
-    static const int64_t padding[] = {1, 1};
-    static const int64_t dilation[] = {1, 2};
+    static const int64_t kernel_size[] = {2, 2};
     yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
-                                      true, &r[0], &r[1]) != YT_OK)
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -15179,13 +15172,10 @@ static yt_tensor *
 call_max_pool2d_with_indices_indices_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t kernel_size[] = {3, 2};
-    static const int64_t stride[] = {2, 1};
-    static const int64_t padding[] = {1, 1};
-    static const int64_t dilation[] = {1, 2};
+    static const int64_t kernel_size[] = {2, 2};
     yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
-                                      true, &r[0], &r[1]) != YT_OK)
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -15195,11 +15185,12 @@ static yt_tensor *
 call_max_pool2d_with_indices_values_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t kernel_size[] = {3};
-    static const int64_t stride[] = {2};
-    static const int64_t padding[] = {1};
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
     yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
                                       true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
@@ -15210,6 +15201,37 @@ static yt_tensor *
 call_max_pool2d_with_indices_indices_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1660(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1661(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t kernel_size[] = {3};
     static const int64_t stride[] = {2};
     static const int64_t padding[] = {1};
@@ -15222,7 +15244,7 @@ call_max_pool2d_with_indices_indices_1659(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1660(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15235,7 +15257,7 @@ call_max_pool2d_with_indices_values_1660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1661(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15248,7 +15270,7 @@ call_max_pool2d_with_indices_indices_1661(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1662(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15261,7 +15283,7 @@ error_max_pool2d_with_indices_1662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1663(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15273,7 +15295,7 @@ error_max_pool2d_with_indices_1663(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1664(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15286,7 +15308,7 @@ error_max_pool2d_with_indices_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1665(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15294,7 +15316,7 @@ call_max_pool2d_1665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1666(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15305,7 +15327,7 @@ call_max_pool2d_1666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1667(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15315,7 +15337,7 @@ call_max_pool2d_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1668(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15323,14 +15345,14 @@ error_max_pool2d_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1669(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1670(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15338,7 +15360,7 @@ error_max_pool2d_1670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1671(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15346,7 +15368,7 @@ call_layer_norm_1671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1672(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15354,7 +15376,7 @@ call_layer_norm_1672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1673(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15362,7 +15384,7 @@ call_layer_norm_1673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1674(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15370,7 +15392,7 @@ call_layer_norm_1674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1675(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15378,14 +15400,14 @@ call_layer_norm_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1676(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1677(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15393,7 +15415,7 @@ error_layer_norm_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1678(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15401,7 +15423,7 @@ error_layer_norm_1678(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1679(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15409,7 +15431,7 @@ error_layer_norm_1679(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1680(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15417,91 +15439,91 @@ error_layer_norm_1680(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1681(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
-}
-
-static yt_tensor *
-call_group_norm_1682(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
-}
-
-static yt_tensor *
 call_group_norm_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
 call_group_norm_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
 call_group_norm_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1686(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1687(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1693(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1694(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1693(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15509,7 +15531,7 @@ call_rms_norm_1693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1694(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15518,7 +15540,7 @@ call_rms_norm_1694(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1695(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15527,7 +15549,7 @@ call_rms_norm_1695(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1696(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15535,14 +15557,14 @@ call_rms_norm_1696(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1697(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
-error_rms_norm_1698(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15550,7 +15572,7 @@ error_rms_norm_1698(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1699(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15558,36 +15580,36 @@ error_rms_norm_1699(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1700(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
     return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
-}
-
-static yt_tensor *
-call_batch_norm_1701(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-call_batch_norm_1702(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 call_batch_norm_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 call_batch_norm_1704(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1705(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15595,7 +15617,7 @@ call_batch_norm_1704(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1705(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15603,7 +15625,7 @@ call_batch_norm_1705(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1706(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15611,122 +15633,108 @@ call_batch_norm_1706(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1707(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1708(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1709(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
 error_batch_norm_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1719(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1720(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1719(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1720(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1721(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
-}
-
-static yt_tensor *
-error_row_norm_1722(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
-}
-
-static yt_tensor *
 error_row_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+    return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
@@ -15740,14 +15748,14 @@ static yt_tensor *
 error_row_norm_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
 error_row_norm_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
@@ -15761,130 +15769,144 @@ static yt_tensor *
 error_row_norm_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1729(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1730(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1729(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1730(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1731(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1732(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1743(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1744(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1743(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1744(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1745(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1746(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15897,42 +15919,42 @@ error_row_norm_backward_1746(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1747(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1748(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1749(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1750(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1751(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1752(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15945,7 +15967,7 @@ error_batch_norm_backward_1752(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1753(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -15953,7 +15975,7 @@ error_batch_norm_backward_bias_backward_1753(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1754(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -15961,332 +15983,318 @@ error_batch_norm_backward_bias_backward_1754(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1755(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1756(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1757(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_softmax_1758(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
 call_softmax_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1762(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
-}
-
-static yt_tensor *
-error_softmax_1763(yt_tensor *const *inputs, void *ctx)
+call_softmax_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
+call_softmax_1763(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
 error_softmax_1764(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_softmax_1765(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1765(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_log_softmax_1766(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
 call_log_softmax_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1770(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
-}
-
-static yt_tensor *
-error_log_softmax_1771(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
+call_log_softmax_1771(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
 error_log_softmax_1772(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_log_softmax_1773(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1773(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
-}
-
-static yt_tensor *
-call_softmax_backward_data_1774(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
-}
-
-static yt_tensor *
 call_softmax_backward_data_1775(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1776(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1776(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
-}
-
-static yt_tensor *
-error_softmax_backward_data_1777(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
-}
-
-static yt_tensor *
 error_softmax_backward_data_1778(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1779(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1779(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
-}
-
-static yt_tensor *
-call_log_softmax_backward_data_1780(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
-}
-
-static yt_tensor *
 call_log_softmax_backward_data_1781(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1782(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1782(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
-}
-
-static yt_tensor *
-error_log_softmax_backward_data_1783(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
-}
-
-static yt_tensor *
 error_log_softmax_backward_data_1784(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1785(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1785(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
-}
-
-static yt_tensor *
-call_dropout_1786(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
-}
-
-static yt_tensor *
 call_dropout_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 1.0, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-error_dropout_1790(yt_tensor *const *inputs, void *ctx)
+call_dropout_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1791(yt_tensor *const *inputs, void *ctx)
+call_dropout_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1792(yt_tensor *const *inputs, void *ctx)
+error_dropout_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_mse_loss_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_mse_loss_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
 call_mse_loss_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_mse_loss_1796(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1796(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1797(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_mse_loss_1798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1797(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1798(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1799(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
-}
-
-static yt_tensor *
-call_l1_loss_1800(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
-}
-
-static yt_tensor *
 call_l1_loss_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
@@ -16297,150 +16305,150 @@ call_l1_loss_1802(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_l1_loss_1803(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1803(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_l1_loss_1804(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+error_l1_loss_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1804(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1805(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1806(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
-}
-
-static yt_tensor *
 call_smooth_l1_loss_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1811(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1812(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1811(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1812(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1813(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
-}
-
-static yt_tensor *
-call_huber_loss_1814(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
-}
-
-static yt_tensor *
 call_huber_loss_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_huber_loss_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_huber_loss_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+}
+
+static yt_tensor *
+call_huber_loss_1818(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1818(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1819(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+error_huber_loss_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1819(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1820(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_1821(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
-}
-
-static yt_tensor *
 call_binary_cross_entropy_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
@@ -16454,82 +16462,60 @@ static yt_tensor *
 call_binary_cross_entropy_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1826(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1827(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
 error_binary_cross_entropy_1828(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1829(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1830(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_with_logits_1829(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_with_logits_1830(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
-                                                  "sum");
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_with_logits_1833(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
-}
-
-static yt_tensor *
-call_binary_cross_entropy_with_logits_1834(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
-}
-
-static yt_tensor *
-error_binary_cross_entropy_with_logits_1835(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1836(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16537,7 +16523,43 @@ error_binary_cross_entropy_with_logits_1836(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
+call_binary_cross_entropy_with_logits_1834(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1835(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1836(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
+}
+
+static yt_tensor *
 error_binary_cross_entropy_with_logits_1837(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1838(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16545,182 +16567,168 @@ error_binary_cross_entropy_with_logits_1837(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1838(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1839(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
-call_nll_loss_1840(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
-}
-
-static yt_tensor *
 call_nll_loss_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_nll_loss_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
 call_nll_loss_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
 call_nll_loss_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-error_nll_loss_1845(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
-error_nll_loss_1846(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1847(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
-}
-
-static yt_tensor *
-error_nll_loss_1848(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
-}
-
-static yt_tensor *
-error_nll_loss_1849(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1850(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1851(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_1849(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+}
+
+static yt_tensor *
+error_nll_loss_1850(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+}
+
+static yt_tensor *
+error_nll_loss_1851(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1862(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1863(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
@@ -16730,138 +16738,136 @@ static yt_tensor *
 error_cross_entropy_loss_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1867(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1868(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_index_1867(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
-}
-
-static yt_tensor *
-call_cross_entropy_index_1868(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1874(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1875(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_index_1874(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
-}
-
-static yt_tensor *
-error_cross_entropy_index_1875(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
 error_cross_entropy_index_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+}
+
+static yt_tensor *
+error_cross_entropy_index_1877(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
+}
+
+static yt_tensor *
+error_cross_entropy_index_1878(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_1877(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_1878(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
-                                              NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
                                               NULL);
 }
 
@@ -16874,7 +16880,7 @@ call_scaled_dot_product_attention_1883(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1884(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16882,7 +16888,7 @@ error_scaled_dot_product_attention_1884(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1885(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16922,27 +16928,19 @@ error_scaled_dot_product_attention_1889(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1890(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1891(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
@@ -16950,7 +16948,7 @@ call_scaled_dot_product_attention_math_output_1892(yt_tensor *const *inputs, voi
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[1]);
@@ -16962,7 +16960,7 @@ call_scaled_dot_product_attention_math_attn_1893(yt_tensor *const *inputs, void 
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[0]);
@@ -16974,7 +16972,7 @@ call_scaled_dot_product_attention_math_output_1894(yt_tensor *const *inputs, voi
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[1]);
@@ -16986,7 +16984,7 @@ call_scaled_dot_product_attention_math_attn_1895(yt_tensor *const *inputs, void 
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[0]);
@@ -16998,7 +16996,7 @@ call_scaled_dot_product_attention_math_output_1896(yt_tensor *const *inputs, voi
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[1]);
@@ -17010,7 +17008,7 @@ call_scaled_dot_product_attention_math_attn_1897(yt_tensor *const *inputs, void 
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[0]);
@@ -17018,7 +17016,7 @@ call_scaled_dot_product_attention_math_attn_1897(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1898(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17030,15 +17028,15 @@ error_scaled_dot_product_attention_math_1898(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1899(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
     if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
-    yt_release(r[1]);
-    return r[0];
+    yt_release(r[0]);
+    return r[1];
 }
 
 static yt_tensor *
@@ -17078,7 +17076,31 @@ error_scaled_dot_product_attention_math_1902(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1903(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1903(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1904(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_backward_1905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17092,7 +17114,7 @@ error_scaled_dot_product_attention_math_backward_1903(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1904(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17106,7 +17128,7 @@ error_scaled_dot_product_attention_math_backward_1904(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1905(yt_tensor *const *inputs, void *ctx)
+call_empty_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17115,7 +17137,7 @@ call_empty_1905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1906(yt_tensor *const *inputs, void *ctx)
+call_empty_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17124,7 +17146,7 @@ call_empty_1906(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1907(yt_tensor *const *inputs, void *ctx)
+call_empty_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17132,7 +17154,7 @@ call_empty_1907(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1908(yt_tensor *const *inputs, void *ctx)
+call_zeros_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17141,7 +17163,7 @@ call_zeros_1908(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1909(yt_tensor *const *inputs, void *ctx)
+call_ones_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17150,7 +17172,7 @@ call_ones_1909(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1910(yt_tensor *const *inputs, void *ctx)
+call_full_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17159,7 +17181,7 @@ call_full_1910(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1911(yt_tensor *const *inputs, void *ctx)
+call_full_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17168,26 +17190,12 @@ call_full_1911(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1912(yt_tensor *const *inputs, void *ctx)
+call_full_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {0};
     return yt_full_ex(size, 1, yt_int(2), YT_DTYPE_NONE, YT_DEVICE_NONE);
-}
-
-static yt_tensor *
-call_empty_like_1913(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_empty_like_1914(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17198,17 +17206,17 @@ call_empty_like_1915(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_like_1916(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1917(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17222,32 +17230,46 @@ static yt_tensor *
 call_ones_like_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1920(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1921(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
-}
-
-static yt_tensor *
-call_full_like_1920(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_full_like_1921(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_full_like_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_full_like_1923(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1923(yt_tensor *const *inputs, void *ctx)
+call_full_like_1924(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_arange_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17255,7 +17277,7 @@ call_arange_1923(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1924(yt_tensor *const *inputs, void *ctx)
+call_linspace_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17263,7 +17285,7 @@ call_linspace_1924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1925(yt_tensor *const *inputs, void *ctx)
+call_linspace_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17271,7 +17293,7 @@ call_linspace_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1926(yt_tensor *const *inputs, void *ctx)
+call_linspace_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17279,7 +17301,7 @@ call_linspace_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1927(yt_tensor *const *inputs, void *ctx)
+call_eye_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17287,7 +17309,7 @@ call_eye_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1928(yt_tensor *const *inputs, void *ctx)
+call_eye_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17295,7 +17317,7 @@ call_eye_1928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1929(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17303,7 +17325,7 @@ call_eye_m_1929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1930(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17311,7 +17333,7 @@ call_eye_m_1930(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1931(yt_tensor *const *inputs, void *ctx)
+call_rand_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17320,7 +17342,7 @@ call_rand_1931(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1932(yt_tensor *const *inputs, void *ctx)
+error_rand_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17329,7 +17351,7 @@ error_rand_1932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1933(yt_tensor *const *inputs, void *ctx)
+call_randn_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17338,7 +17360,7 @@ call_randn_1933(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1934(yt_tensor *const *inputs, void *ctx)
+error_randn_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17347,35 +17369,35 @@ error_randn_1934(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1935(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1936(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1937(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1938(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1939(yt_tensor *const *inputs, void *ctx)
+call_randint_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17384,7 +17406,7 @@ call_randint_1939(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1940(yt_tensor *const *inputs, void *ctx)
+call_randint_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17393,7 +17415,7 @@ call_randint_1940(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1941(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17402,7 +17424,7 @@ call_randint_low_1941(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1942(yt_tensor *const *inputs, void *ctx)
+call_randperm_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17410,7 +17432,7 @@ call_randperm_1942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1943(yt_tensor *const *inputs, void *ctx)
+call_randperm_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17418,14 +17440,14 @@ call_randperm_1943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1944(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1945(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17437,14 +17459,14 @@ inplace_bernoulli_p_1945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1946(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1947(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17456,14 +17478,14 @@ inplace_bernoulli_p_1947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1948(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1949(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17475,29 +17497,10 @@ inplace_bernoulli_p_1949(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1950(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
-}
-
-static yt_tensor *
-inplace_normal_1951(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_normal_ex_(copy, 1.0, 2.0, NULL) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
-}
-
-static yt_tensor *
 call_normal_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
+    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
@@ -17505,7 +17508,7 @@ inplace_normal_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+    if (copy != NULL && yt_normal_ex_(copy, 1.0, 2.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -17532,25 +17535,18 @@ inplace_normal_1955(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1956(yt_tensor *const *inputs, void *ctx)
+call_normal_1956(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
+    return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1957(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
-}
-
-static yt_tensor *
-inplace_uniform_1958(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1957(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_uniform_ex_(copy, -1.0, 3.0, NULL) != YT_OK) {
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -17558,10 +17554,17 @@ inplace_uniform_1958(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
+error_normal_1958(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
+}
+
+static yt_tensor *
 call_uniform_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
+    return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
@@ -17569,7 +17572,7 @@ inplace_uniform_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+    if (copy != NULL && yt_uniform_ex_(copy, -1.0, 3.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -17596,35 +17599,54 @@ inplace_uniform_1962(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1963(yt_tensor *const *inputs, void *ctx)
+call_uniform_1963(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_uniform_1964(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_uniform_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1964(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1965(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1967(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1966(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1968(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1967(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1969(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17632,7 +17654,7 @@ call_sum_to_1967(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1968(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1970(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17640,7 +17662,7 @@ call_sum_to_1968(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1969(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -26543,13 +26565,39 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2456 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1640,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2456 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv_transpose2d_1641,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2472 sample 0",
+        .where = "ops.yaml:2475 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1644,
+        .call = call_conv2d_backward_input_1646,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26557,12 +26605,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2472 sample 1",
+        .where = "ops.yaml:2475 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1645,
+        .call = call_conv2d_backward_input_1647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26570,12 +26618,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2485 sample 0",
+        .where = "ops.yaml:2488 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1647,
+        .call = call_conv2d_backward_weight_1649,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26583,12 +26631,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2485 sample 1",
+        .where = "ops.yaml:2488 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1648,
+        .call = call_conv2d_backward_weight_1650,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26596,11 +26644,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2499 sample 0",
+        .where = "ops.yaml:2502 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1650,
+        .call = call_conv2d_backward_bias_1652,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26608,10 +26656,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2499 sample 1",
+        .where = "ops.yaml:2502 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1651,
+        .call = call_conv2d_backward_bias_1653,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26619,31 +26667,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2517 sample 0 result values",
+        .where = "ops.yaml:2520 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1654,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2517 sample 0 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1655,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2517 sample 1 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1656,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26652,9 +26678,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2517 sample 1 result indices",
+        .where = "ops.yaml:2520 sample 0 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1657,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26663,13 +26689,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2517 sample 2 result values",
+        .where = "ops.yaml:2520 sample 1 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1658,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26678,13 +26700,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2517 sample 2 result indices",
+        .where = "ops.yaml:2520 sample 1 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1659,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26693,9 +26711,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2517 sample 3 result values",
+        .where = "ops.yaml:2520 sample 2 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_max_pool2d_with_indices_values_1660,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26704,9 +26726,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2517 sample 3 result indices",
+        .where = "ops.yaml:2520 sample 2 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_max_pool2d_with_indices_indices_1661,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26714,36 +26740,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2520 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1662,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2520 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1663,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "max_pool2d",
-        .where = "ops.yaml:2535 sample 0",
+        .where = "ops.yaml:2538 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1665,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d",
-        .where = "ops.yaml:2535 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1666,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d",
-        .where = "ops.yaml:2535 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
         .call = call_max_pool2d_1667,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26751,41 +26773,40 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2538 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1668,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2538 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_1669,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "layer_norm",
-        .where = "ops.yaml:2560 sample 0",
+        .where = "ops.yaml:2563 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1671,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2560 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1672,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2560 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_layer_norm_1673,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26794,13 +26815,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2560 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2563 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_layer_norm_1674,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26809,9 +26828,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2560 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2563 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_layer_norm_1675,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26819,43 +26841,39 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "layer_norm",
+        .where = "ops.yaml:2563 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1676,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:2563 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_layer_norm_1677,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "group_norm",
-        .where = "ops.yaml:2587 sample 0",
+        .where = "ops.yaml:2590 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1681,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "group_norm",
-        .where = "ops.yaml:2587 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1682,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "group_norm",
-        .where = "ops.yaml:2587 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input",
-                      .dim = 3,
-                      .sizes = {2, 3, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_group_norm_1683,
         .call_inplace = NULL,
@@ -26865,13 +26883,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2587 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2590 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_group_norm_1684,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26880,9 +26896,15 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2587 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2590 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_group_norm_1685,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26890,37 +26912,38 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "group_norm",
+        .where = "ops.yaml:2590 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1686,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "group_norm",
+        .where = "ops.yaml:2590 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_group_norm_1687,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "rms_norm",
-        .where = "ops.yaml:2611 sample 0",
+        .where = "ops.yaml:2614 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1693,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "rms_norm",
-        .where = "ops.yaml:2611 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1694,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "rms_norm",
-        .where = "ops.yaml:2611 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_rms_norm_1695,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26929,11 +26952,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2611 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:2614 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rms_norm_1696,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26941,15 +26962,42 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "rms_norm",
+        .where = "ops.yaml:2614 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1697,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:2614 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1698,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "batch_norm",
-        .where = "ops.yaml:2645 sample 0",
+        .where = "ops.yaml:2648 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1701,
+        .call = call_batch_norm_1703,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26957,7 +27005,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2645 sample 1",
+        .where = "ops.yaml:2648 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -26972,60 +27020,6 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1702,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "batch_norm",
-        .where = "ops.yaml:2645 sample 2",
-        .n_inputs = 4,
-        .inputs[0] = {.name = "input",
-                      .dim = 3,
-                      .sizes = {2, 3, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .inputs[3] = {.name = "running_var",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_batch_norm_1703,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "batch_norm",
-        .where = "ops.yaml:2645 sample 3",
-        .n_inputs = 4,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {3},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .inputs[3] = {.name = "running_var",
-                      .dim = 1,
-                      .sizes = {3},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
         .call = call_batch_norm_1704,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27034,7 +27028,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2645 sample 4",
+        .where = "ops.yaml:2648 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27042,7 +27036,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] = {.name = "running_mean",
                       .dim = 1,
                       .sizes = {4},
@@ -27063,11 +27057,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2645 sample 5",
+        .where = "ops.yaml:2648 sample 3",
         .n_inputs = 4,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] = {.name = "running_mean",
                       .dim = 1,
                       .sizes = {3},
@@ -27087,15 +27081,69 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "batch_norm",
+        .where = "ops.yaml:2648 sample 4",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_1707,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .where = "ops.yaml:2648 sample 5",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .inputs[3] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_1708,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
         .op = "row_norm",
-        .where = "ops.yaml:2678 sample 0",
+        .where = "ops.yaml:2681 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1719,
+        .call = call_row_norm_1721,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27103,12 +27151,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2678 sample 1",
+        .where = "ops.yaml:2681 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1720,
+        .call = call_row_norm_1722,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27116,14 +27164,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2709 sample 0",
+        .where = "ops.yaml:2712 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1729,
+        .call = call_batch_norm_training_1731,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27131,7 +27179,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2709 sample 1",
+        .where = "ops.yaml:2712 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27146,7 +27194,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_training_1730,
+        .call = call_batch_norm_training_1732,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27154,32 +27202,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2878 sample 0",
+        .where = "ops.yaml:2881 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1757,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2878 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1758,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2878 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_softmax_1759,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27188,9 +27213,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2878 sample 3",
+        .where = "ops.yaml:2881 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1760,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27199,9 +27224,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2878 sample 4",
+        .where = "ops.yaml:2881 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_softmax_1761,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27209,33 +27235,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "softmax.int",
+        .where = "ops.yaml:2881 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1762,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2881 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1763,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2896 sample 0",
+        .where = "ops.yaml:2899 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1765,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2896 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1766,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2896 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_log_softmax_1767,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27244,9 +27269,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2896 sample 3",
+        .where = "ops.yaml:2899 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1768,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27255,9 +27280,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2896 sample 4",
+        .where = "ops.yaml:2899 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_log_softmax_1769,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27265,38 +27291,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2899 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1770,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2899 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1771,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2914 sample 0",
+        .where = "ops.yaml:2917 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1773,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2914 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1774,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2914 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output",
-                      .dim = 2,
-                      .sizes = {4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_backward_data_1775,
         .call_inplace = NULL,
@@ -27305,38 +27325,38 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2931 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1779,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2931 sample 1",
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2917 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1780,
+        .call = call_softmax_backward_data_1776,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2931 sample 2",
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2917 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1777,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2934 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_backward_data_1781,
         .call_inplace = NULL,
@@ -27345,31 +27365,36 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "dropout",
-        .where = "ops.yaml:2970 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1785,
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2934 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1782,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2934 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1783,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2970 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1786,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:2970 sample 2",
+        .where = "ops.yaml:2973 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1787,
@@ -27380,9 +27405,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2970 sample 3",
+        .where = "ops.yaml:2973 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_dropout_1788,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27391,9 +27417,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2970 sample 4",
+        .where = "ops.yaml:2973 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1789,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27401,12 +27427,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mse_loss",
-        .where = "ops.yaml:2984 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1791,
+        .op = "dropout",
+        .where = "ops.yaml:2973 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1790,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2973 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1791,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27414,23 +27450,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2984 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1792,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:2984 sample 2",
+        .where = "ops.yaml:2987 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1793,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27439,10 +27462,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2984 sample 3",
+        .where = "ops.yaml:2987 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1794,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27451,10 +27475,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2984 sample 4",
+        .where = "ops.yaml:2987 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1795,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27462,12 +27486,24 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:2999 sample 0",
+        .op = "mse_loss",
+        .where = "ops.yaml:2987 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1798,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1796,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:2987 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1797,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27475,23 +27511,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2999 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1799,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "l1_loss",
-        .where = "ops.yaml:2999 sample 2",
+        .where = "ops.yaml:3002 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1800,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27500,10 +27523,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2999 sample 3",
+        .where = "ops.yaml:3002 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1801,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27512,10 +27536,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2999 sample 4",
+        .where = "ops.yaml:3002 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1802,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27523,12 +27547,24 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3014 sample 0",
+        .op = "l1_loss",
+        .where = "ops.yaml:3002 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1805,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1803,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:3002 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1804,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27536,20 +27572,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3014 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1806,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3014 sample 2",
+        .where = "ops.yaml:3017 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27561,10 +27584,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3014 sample 3",
+        .where = "ops.yaml:3017 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1808,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27573,10 +27597,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3014 sample 4",
+        .where = "ops.yaml:3017 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1809,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27585,10 +27609,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3014 sample 5",
+        .where = "ops.yaml:3017 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1810,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27596,12 +27620,24 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3030 sample 0",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3017 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1813,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1811,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3017 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1812,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27609,23 +27645,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3030 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1814,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "huber_loss",
-        .where = "ops.yaml:3030 sample 2",
+        .where = "ops.yaml:3033 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1815,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27634,10 +27657,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3030 sample 3",
+        .where = "ops.yaml:3033 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1816,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27646,10 +27670,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3030 sample 4",
+        .where = "ops.yaml:3033 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1817,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27657,42 +27681,35 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3046 sample 0",
+        .op = "huber_loss",
+        .where = "ops.yaml:3033 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1820,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1818,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "unit",
+        .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3046 sample 1",
+        .op = "huber_loss",
+        .where = "ops.yaml:3033 sample 4",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1821,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1819,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = "unit",
+        .domain = NULL,
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3046 sample 2",
-        .n_inputs = 3,
+        .where = "ops.yaml:3049 sample 0",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
         .call = call_binary_cross_entropy_1822,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27701,10 +27718,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3046 sample 3",
+        .where = "ops.yaml:3049 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1823,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27713,13 +27731,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3046 sample 4",
+        .where = "ops.yaml:3049 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {3},
+                      .dim = 2,
+                      .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -27731,7 +27749,37 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3046 sample 5",
+        .where = "ops.yaml:3049 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1825,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3049 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1826,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3049 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -27741,7 +27789,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1825,
+        .call = call_binary_cross_entropy_1827,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27749,11 +27797,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3062 sample 0",
+        .where = "ops.yaml:3065 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1829,
+        .call = call_binary_cross_entropy_with_logits_1831,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27761,7 +27809,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3062 sample 1",
+        .where = "ops.yaml:3065 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -27772,7 +27820,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1830,
+        .call = call_binary_cross_entropy_with_logits_1832,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27780,7 +27828,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3062 sample 2",
+        .where = "ops.yaml:3065 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27796,7 +27844,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1831,
+        .call = call_binary_cross_entropy_with_logits_1833,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27804,7 +27852,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3062 sample 3",
+        .where = "ops.yaml:3065 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27814,7 +27862,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1832,
+        .call = call_binary_cross_entropy_with_logits_1834,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27822,7 +27870,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3062 sample 4",
+        .where = "ops.yaml:3065 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -27832,7 +27880,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1833,
+        .call = call_binary_cross_entropy_with_logits_1835,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27840,11 +27888,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3062 sample 5",
+        .where = "ops.yaml:3065 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1834,
+        .call = call_binary_cross_entropy_with_logits_1836,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27852,46 +27900,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3085 sample 0",
+        .where = "ops.yaml:3088 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1839,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:3085 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_nll_loss_1840,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:3085 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
         .call = call_nll_loss_1841,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27900,11 +27912,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3085 sample 3",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .where = "ops.yaml:3088 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_nll_loss_1842,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27913,10 +27930,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3085 sample 4",
+        .where = "ops.yaml:3088 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
                       .sizes = {6},
@@ -27931,10 +27948,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3085 sample 5",
+        .where = "ops.yaml:3088 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_nll_loss_1844,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27942,47 +27960,41 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "nll_loss",
+        .where = "ops.yaml:3088 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_nll_loss_1845,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:3088 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1846,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 0",
+        .where = "ops.yaml:3111 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1850,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1851,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
         .call = call_cross_entropy_loss_1852,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27991,10 +28003,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 3",
+        .where = "ops.yaml:3111 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
                       .sizes = {6},
@@ -28009,11 +28021,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .where = "ops.yaml:3111 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1854,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28022,10 +28039,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3111 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1855,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28034,7 +28057,32 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 6",
+        .where = "ops.yaml:3111 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1856,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3111 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1857,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3111 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28044,32 +28092,6 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1856,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1857,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 8",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1858,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28078,12 +28100,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 9",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3111 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1859,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28092,11 +28112,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 10",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .where = "ops.yaml:3111 sample 8",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1860,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28105,10 +28126,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3108 sample 11",
+        .where = "ops.yaml:3111 sample 9",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1861,
@@ -28118,41 +28139,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3134 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1867,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3134 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_index_1868,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3134 sample 2",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3111 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1862,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3111 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1863,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3137 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1869,
         .call_inplace = NULL,
@@ -28162,10 +28179,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3134 sample 3",
+        .where = "ops.yaml:3137 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
                       .sizes = {6},
@@ -28180,10 +28197,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3134 sample 4",
+        .where = "ops.yaml:3137 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1871,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28192,10 +28210,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3134 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3137 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_index_1872,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28204,10 +28228,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3134 sample 6",
+        .where = "ops.yaml:3137 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1873,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28215,13 +28239,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3137 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1874,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3137 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1875,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3173 sample 0",
+        .where = "ops.yaml:3176 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1877,
+        .call = call_scaled_dot_product_attention_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28229,7 +28277,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3173 sample 1",
+        .where = "ops.yaml:3176 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -28239,7 +28287,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1878,
+        .call = call_scaled_dot_product_attention_1880,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28247,7 +28295,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3173 sample 2",
+        .where = "ops.yaml:3176 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -28257,37 +28305,6 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1879,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3173 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1880,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3173 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
-            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1881,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28296,11 +28313,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3173 sample 5",
+        .where = "ops.yaml:3176 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1882,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28309,46 +28326,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3173 sample 6",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1883,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3201 sample 0 result output",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1890,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3201 sample 0 result attn",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1891,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3201 sample 1 result output",
+        .where = "ops.yaml:3176 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28358,6 +28336,45 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1883,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3176 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1884,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3176 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1885,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3204 sample 0 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_output_1892,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28366,7 +28383,20 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3201 sample 1 result attn",
+        .where = "ops.yaml:3204 sample 0 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1893,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3204 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28376,19 +28406,6 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1893,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3201 sample 2 result output",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_output_1894,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28397,11 +28414,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3201 sample 2 result attn",
+        .where = "ops.yaml:3204 sample 1 result attn",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_attn_1895,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28410,11 +28432,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3201 sample 3 result output",
+        .where = "ops.yaml:3204 sample 2 result output",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_output_1896,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28423,11 +28445,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3201 sample 3 result attn",
+        .where = "ops.yaml:3204 sample 2 result attn",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_attn_1897,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28435,10 +28457,26 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty",
-        .where = "ops.yaml:3231 sample 0",
-        .n_inputs = 0,
-        .call = call_empty_1905,
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3204 sample 3 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1898,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3204 sample 3 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1899,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28446,17 +28484,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3231 sample 1",
-        .n_inputs = 0,
-        .call = call_empty_1906,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "empty",
-        .where = "ops.yaml:3231 sample 2",
+        .where = "ops.yaml:3234 sample 0",
         .n_inputs = 0,
         .call = call_empty_1907,
         .call_inplace = NULL,
@@ -28465,10 +28493,30 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "zeros",
-        .where = "ops.yaml:3238 sample 0",
+        .op = "empty",
+        .where = "ops.yaml:3234 sample 1",
         .n_inputs = 0,
-        .call = call_zeros_1908,
+        .call = call_empty_1908,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:3234 sample 2",
+        .n_inputs = 0,
+        .call = call_empty_1909,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "zeros",
+        .where = "ops.yaml:3241 sample 0",
+        .n_inputs = 0,
+        .call = call_zeros_1910,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28476,9 +28524,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3246 sample 0",
+        .where = "ops.yaml:3249 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1909,
+        .call = call_ones_1911,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28486,27 +28534,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3261 sample 0",
-        .n_inputs = 0,
-        .call = call_full_1910,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3261 sample 1",
-        .n_inputs = 0,
-        .call = call_full_1911,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3261 sample 2",
+        .where = "ops.yaml:3264 sample 0",
         .n_inputs = 0,
         .call = call_full_1912,
         .call_inplace = NULL,
@@ -28515,33 +28543,30 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "full",
+        .where = "ops.yaml:3264 sample 1",
+        .n_inputs = 0,
+        .call = call_full_1913,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:3264 sample 2",
+        .n_inputs = 0,
+        .call = call_full_1914,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "empty_like",
-        .where = "ops.yaml:3272 sample 0",
+        .where = "ops.yaml:3275 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1913,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "empty_like",
-        .where = "ops.yaml:3272 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1914,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "empty_like",
-        .where = "ops.yaml:3272 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1915,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28549,23 +28574,23 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3292 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1916,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:3292 sample 1",
+        .op = "empty_like",
+        .where = "ops.yaml:3275 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1917,
+        .call = call_empty_like_1916,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:3275 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1917,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28573,9 +28598,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3292 sample 2",
+        .where = "ops.yaml:3295 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1918,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28584,9 +28609,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3292 sample 3",
+        .where = "ops.yaml:3295 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_ones_like_1919,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28594,33 +28620,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "full_like",
-        .where = "ops.yaml:3304 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1920,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full_like",
-        .where = "ops.yaml:3304 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1921,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full_like",
-        .where = "ops.yaml:3304 sample 2",
+        .op = "ones_like",
+        .where = "ops.yaml:3295 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1920,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3295 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1921,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:3307 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1922,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28628,10 +28653,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "full_like",
+        .where = "ops.yaml:3307 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_full_like_1923,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:3307 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1924,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "arange",
-        .where = "ops.yaml:3309 sample 0",
+        .where = "ops.yaml:3312 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1923,
+        .call = call_arange_1925,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28639,27 +28687,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3324 sample 0",
-        .n_inputs = 0,
-        .call = call_linspace_1924,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linspace",
-        .where = "ops.yaml:3324 sample 1",
-        .n_inputs = 0,
-        .call = call_linspace_1925,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linspace",
-        .where = "ops.yaml:3324 sample 2",
+        .where = "ops.yaml:3327 sample 0",
         .n_inputs = 0,
         .call = call_linspace_1926,
         .call_inplace = NULL,
@@ -28668,10 +28696,20 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "eye",
-        .where = "ops.yaml:3336 sample 0",
+        .op = "linspace",
+        .where = "ops.yaml:3327 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1927,
+        .call = call_linspace_1927,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:3327 sample 2",
+        .n_inputs = 0,
+        .call = call_linspace_1928,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28679,9 +28717,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3336 sample 1",
+        .where = "ops.yaml:3339 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1928,
+        .call = call_eye_1929,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:3339 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_1930,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28689,9 +28737,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3347 sample 0",
+        .where = "ops.yaml:3350 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1929,
+        .call = call_eye_m_1931,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28699,9 +28747,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3347 sample 1",
+        .where = "ops.yaml:3350 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1930,
+        .call = call_eye_m_1932,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28709,9 +28757,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3351 sample 0",
+        .where = "ops.yaml:3354 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1931,
+        .call = call_rand_1933,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28719,9 +28767,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3362 sample 0",
+        .where = "ops.yaml:3365 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1933,
+        .call = call_randn_1935,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28729,10 +28777,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3379 sample 0",
+        .where = "ops.yaml:3382 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1935,
+        .call = call_rand_like_1937,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28740,10 +28788,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3379 sample 1",
+        .where = "ops.yaml:3382 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1936,
+        .call = call_rand_like_1938,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28751,10 +28799,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3389 sample 0",
+        .where = "ops.yaml:3392 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1937,
+        .call = call_randn_like_1939,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28762,10 +28810,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3389 sample 1",
+        .where = "ops.yaml:3392 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1938,
+        .call = call_randn_like_1940,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28773,9 +28821,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3400 sample 0",
+        .where = "ops.yaml:3403 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1939,
+        .call = call_randint_1941,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28783,9 +28831,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3400 sample 1",
+        .where = "ops.yaml:3403 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1940,
+        .call = call_randint_1942,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28793,9 +28841,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3411 sample 0",
+        .where = "ops.yaml:3414 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1941,
+        .call = call_randint_low_1943,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28803,9 +28851,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3421 sample 0",
+        .where = "ops.yaml:3424 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1942,
+        .call = call_randperm_1944,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28813,9 +28861,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3421 sample 1",
+        .where = "ops.yaml:3424 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1943,
+        .call = call_randperm_1945,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28823,21 +28871,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3438 sample 0",
+        .where = "ops.yaml:3441 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1944,
-        .call_inplace = inplace_bernoulli_p_1945,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3438 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_bernoulli_p_1946,
         .call_inplace = inplace_bernoulli_p_1947,
         .call_out = NULL,
@@ -28846,9 +28882,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3438 sample 2",
+        .where = "ops.yaml:3441 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_bernoulli_p_1948,
         .call_inplace = inplace_bernoulli_p_1949,
         .call_out = NULL,
@@ -28856,22 +28893,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "normal",
-        .where = "ops.yaml:3449 sample 0",
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3441 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1950,
-        .call_inplace = inplace_normal_1951,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1950,
+        .call_inplace = inplace_bernoulli_p_1951,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3449 sample 1",
+        .where = "ops.yaml:3452 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_normal_1952,
         .call_inplace = inplace_normal_1953,
         .call_out = NULL,
@@ -28880,9 +28916,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3449 sample 2",
+        .where = "ops.yaml:3452 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_normal_1954,
         .call_inplace = inplace_normal_1955,
         .call_out = NULL,
@@ -28890,22 +28927,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "uniform",
-        .where = "ops.yaml:3461 sample 0",
+        .op = "normal",
+        .where = "ops.yaml:3452 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1957,
-        .call_inplace = inplace_uniform_1958,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1956,
+        .call_inplace = inplace_normal_1957,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3461 sample 1",
+        .where = "ops.yaml:3464 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_1959,
         .call_inplace = inplace_uniform_1960,
         .call_out = NULL,
@@ -28914,9 +28950,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3461 sample 2",
+        .where = "ops.yaml:3464 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_uniform_1961,
         .call_inplace = inplace_uniform_1962,
         .call_out = NULL,
@@ -28924,11 +28961,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "uniform",
+        .where = "ops.yaml:3464 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1963,
+        .call_inplace = inplace_uniform_1964,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3474 sample 0",
+        .where = "ops.yaml:3477 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1964,
+        .call = call_maybe_multiply_1966,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28936,10 +28984,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3474 sample 1",
+        .where = "ops.yaml:3477 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1965,
+        .call = call_maybe_multiply_1967,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28947,10 +28995,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3485 sample 0",
+        .where = "ops.yaml:3488 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1967,
+        .call = call_sum_to_1969,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28958,10 +29006,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3485 sample 1",
+        .where = "ops.yaml:3488 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1968,
+        .call = call_sum_to_1970,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -31462,7 +31510,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1640,
+        .call = error_conv_transpose2d_1642,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
@@ -31472,7 +31520,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1641,
+        .call = error_conv_transpose2d_1643,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
@@ -31482,7 +31530,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1642,
+        .call = error_conv_transpose2d_1644,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
@@ -31494,362 +31542,332 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1643,
+        .call = error_conv_transpose2d_1645,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2464: dtype of grad_output",
+        .what = "ops.yaml:2467: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1646,
+        .call = error_conv2d_backward_input_1648,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2477: dtype of grad_output",
+        .what = "ops.yaml:2480: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1649,
+        .call = error_conv2d_backward_weight_1651,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2495: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2498: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1652,
+        .call = error_conv2d_backward_bias_1654,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2490: dtype of grad_output",
+        .what = "ops.yaml:2493: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1653,
+        .call = error_conv2d_backward_bias_1655,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2509: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2512: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1662,
-        .expect = 0,
-        .expect_prefix = "max_pool2d_with_indices: ",
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2511: len(kernel_size) == 1 or len(kernel_size) == 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1663,
-        .expect = 0,
-        .expect_prefix = "max_pool2d_with_indices: ",
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2504: dtype of self",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_max_pool2d_with_indices_1664,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2514: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1665,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2507: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_with_indices_1666,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2529: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2532: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1668,
+        .call = error_max_pool2d_1670,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2531: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2534: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1669,
+        .call = error_max_pool2d_1671,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2524: dtype of self",
+        .what = "ops.yaml:2527: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1670,
+        .call = error_max_pool2d_1672,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2550: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2553: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1676,
-        .expect = 0,
-        .expect_prefix = "layer_norm: ",
-    },
-    {
-        .op = "layer_norm",
-        .what = "ops.yaml:2552: input.dim >= len(normalized_shape)",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1677,
-        .expect = 0,
-        .expect_prefix = "layer_norm: ",
-    },
-    {
-        .op = "layer_norm",
-        .what = "ops.yaml:2554: weight.dim == len(normalized_shape)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_layer_norm_1678,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2556: bias.dim == len(normalized_shape)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .what = "ops.yaml:2555: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_layer_norm_1679,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2544: dtype of input",
+        .what = "ops.yaml:2557: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1680,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2559: bias.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1681,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2547: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1680,
+        .call = error_layer_norm_1682,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2573: input.dim >= 2",
+        .what = "ops.yaml:2576: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1686,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2575: num_groups > 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1687,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2577: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1688,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2579: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
+        .what = "ops.yaml:2578: num_groups > 0",
+        .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1689,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2581: bias.dim == 1",
+        .what = "ops.yaml:2580: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1690,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2583: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2582: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1691,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2567: dtype of input",
+        .what = "ops.yaml:2584: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1692,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2586: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1693,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2570: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1692,
+        .call = error_group_norm_1694,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2603: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2606: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1697,
-        .expect = 0,
-        .expect_prefix = "rms_norm: ",
-    },
-    {
-        .op = "rms_norm",
-        .what = "ops.yaml:2605: input.dim >= len(normalized_shape)",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1698,
-        .expect = 0,
-        .expect_prefix = "rms_norm: ",
-    },
-    {
-        .op = "rms_norm",
-        .what = "ops.yaml:2607: weight.dim == len(normalized_shape)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_rms_norm_1699,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2597: dtype of input",
+        .what = "ops.yaml:2608: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_rms_norm_1700,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:2610: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_rms_norm_1701,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:2600: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1700,
+        .call = error_rms_norm_1702,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2624: input.dim >= 2",
+        .what = "ops.yaml:2627: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1707,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2626: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1708,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2628: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1709,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2630: bias.dim == 1",
+        .what = "ops.yaml:2629: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1710,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2632: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2631: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1711,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2634: running_mean.dim == 1",
+        .what = "ops.yaml:2633: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1712,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2636: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2635: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1713,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2638: running_var.dim == 1",
+        .what = "ops.yaml:2637: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
+        .inputs[1] = {.name = "running_mean",
                       .dim = 2,
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
@@ -31861,10 +31879,10 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2640: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2639: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
+        .inputs[1] = {.name = "running_mean",
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
@@ -31876,7 +31894,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2618: running_mean requires grad",
+        .what = "ops.yaml:2641: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1716,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2643: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1717,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2621: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -31890,7 +31938,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1716,
+        .call = error_batch_norm_1718,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
@@ -31899,7 +31947,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2618: running_var requires grad",
+        .what = "ops.yaml:2621: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -31913,7 +31961,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1717,
+        .call = error_batch_norm_1719,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
@@ -31922,194 +31970,164 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2618: dtype of input",
+        .what = "ops.yaml:2621: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1718,
+        .call = error_batch_norm_1720,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2662: input.dim == 4",
+        .what = "ops.yaml:2665: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1721,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2664: weight.dim == 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1722,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2666: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1723,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2668: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:2667: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1724,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2670: bias.dim == 2",
+        .what = "ops.yaml:2669: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1725,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2672: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2671: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1726,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2674: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2673: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1727,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2656: dtype of input",
+        .what = "ops.yaml:2675: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1728,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2677: bias.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1729,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2659: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1728,
+        .call = error_row_norm_1730,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2689: input.dim >= 2",
+        .what = "ops.yaml:2692: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1731,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2691: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1732,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2693: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1733,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2695: bias.dim == 1",
+        .what = "ops.yaml:2694: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1734,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2697: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2696: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1735,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2699: running_mean.dim == 1",
+        .what = "ops.yaml:2698: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1736,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2701: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2700: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1737,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2703: running_var.dim == 1",
+        .what = "ops.yaml:2702: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
+        .inputs[1] = {.name = "running_mean",
                       .dim = 2,
                       .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
@@ -32121,10 +32139,10 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2705: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2704: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
+        .inputs[1] = {.name = "running_mean",
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
@@ -32136,7 +32154,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2683: running_mean requires grad",
+        .what = "ops.yaml:2706: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1740,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2708: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1741,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2686: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32150,7 +32198,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1740,
+        .call = error_batch_norm_training_1742,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
@@ -32159,7 +32207,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2683: running_var requires grad",
+        .what = "ops.yaml:2686: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32173,7 +32221,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1741,
+        .call = error_batch_norm_training_1743,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
@@ -32182,361 +32230,361 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2683: dtype of input",
+        .what = "ops.yaml:2686: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1742,
+        .call = error_batch_norm_training_1744,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2722: input.dim == 4",
+        .what = "ops.yaml:2725: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1743,
+        .call = error_row_norm_backward_input_1745,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2733: input.dim == 4",
+        .what = "ops.yaml:2736: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1744,
+        .call = error_row_norm_backward_weight_1746,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2744: grad_out.dim == 4",
+        .what = "ops.yaml:2747: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1745,
+        .call = error_row_norm_backward_bias_1747,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2756: input.dim == 4",
+        .what = "ops.yaml:2759: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1746,
+        .call = error_row_norm_backward_1748,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2768: input.dim == 4",
+        .what = "ops.yaml:2771: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1747,
+        .call = error_row_norm_double_backward_input_1749,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2779: input.dim == 4",
+        .what = "ops.yaml:2782: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1748,
+        .call = error_row_norm_double_backward_grad_out_1750,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2790: input.dim >= 2",
+        .what = "ops.yaml:2793: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1749,
+        .call = error_batch_norm_backward_input_1751,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2801: input.dim >= 2",
+        .what = "ops.yaml:2804: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1750,
+        .call = error_batch_norm_backward_weight_1752,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2812: grad_out.dim >= 2",
+        .what = "ops.yaml:2815: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1751,
+        .call = error_batch_norm_backward_bias_1753,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2824: input.dim >= 2",
+        .what = "ops.yaml:2827: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1752,
+        .call = error_batch_norm_backward_1754,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2835: grad.dim == 1",
+        .what = "ops.yaml:2838: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1753,
+        .call = error_batch_norm_backward_bias_backward_1755,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2837: len(sizes) >= 2",
+        .what = "ops.yaml:2840: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1754,
+        .call = error_batch_norm_backward_bias_backward_1756,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2848: input.dim >= 2",
+        .what = "ops.yaml:2851: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1755,
+        .call = error_batch_norm_double_backward_input_1757,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2859: input.dim >= 2",
+        .what = "ops.yaml:2862: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1756,
+        .call = error_batch_norm_double_backward_grad_out_1758,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2874: is_floating(result_dtype)",
+        .what = "ops.yaml:2877: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1762,
-        .expect = 0,
-        .expect_prefix = "softmax: ",
-    },
-    {
-        .op = "softmax.int",
-        .what = "ops.yaml:2867: dtype of self",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1763,
-        .expect = YT_ERR_DTYPE,
-        .expect_prefix = "softmax: ",
-    },
-    {
-        .op = "softmax.int",
-        .what = "ops.yaml:2867: dim out of range",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_1764,
+        .expect = 0,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:2870: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_softmax_1765,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:2870: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1766,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2892: is_floating(result_dtype)",
+        .what = "ops.yaml:2895: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1770,
+        .call = error_log_softmax_1772,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2885: dtype of self",
+        .what = "ops.yaml:2888: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1771,
+        .call = error_log_softmax_1773,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2885: dim out of range",
+        .what = "ops.yaml:2888: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1772,
+        .call = error_log_softmax_1774,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2910: grad_output.dim == output.dim",
+        .what = "ops.yaml:2913: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1776,
+        .call = error_softmax_backward_data_1778,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2903: dtype of grad_output",
+        .what = "ops.yaml:2906: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1777,
+        .call = error_softmax_backward_data_1779,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2903: dim out of range",
+        .what = "ops.yaml:2906: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1778,
+        .call = error_softmax_backward_data_1780,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2927: grad_output.dim == output.dim",
+        .what = "ops.yaml:2930: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1782,
+        .call = error_log_softmax_backward_data_1784,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2920: dtype of grad_output",
+        .what = "ops.yaml:2923: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1783,
+        .call = error_log_softmax_backward_data_1785,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2920: dim out of range",
+        .what = "ops.yaml:2923: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1784,
+        .call = error_log_softmax_backward_data_1786,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2964: dtype of input",
+        .what = "ops.yaml:2967: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1790,
+        .call = error_dropout_1792,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2977: reduction not a choice",
+        .what = "ops.yaml:2980: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1796,
+        .call = error_mse_loss_1798,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2977: dtype of self",
+        .what = "ops.yaml:2980: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1797,
+        .call = error_mse_loss_1799,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2992: reduction not a choice",
+        .what = "ops.yaml:2995: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1803,
+        .call = error_l1_loss_1805,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2992: dtype of self",
+        .what = "ops.yaml:2995: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1804,
+        .call = error_l1_loss_1806,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3007: reduction not a choice",
+        .what = "ops.yaml:3010: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1811,
+        .call = error_smooth_l1_loss_1813,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3007: dtype of self",
+        .what = "ops.yaml:3010: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1812,
+        .call = error_smooth_l1_loss_1814,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3023: reduction not a choice",
+        .what = "ops.yaml:3026: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1818,
+        .call = error_huber_loss_1820,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3023: dtype of self",
+        .what = "ops.yaml:3026: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1819,
+        .call = error_huber_loss_1821,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3038: weight requires grad",
+        .what = "ops.yaml:3041: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -32546,7 +32594,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_1826,
+        .call = error_binary_cross_entropy_1828,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
@@ -32555,27 +32603,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3038: reduction not a choice",
+        .what = "ops.yaml:3041: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1827,
+        .call = error_binary_cross_entropy_1829,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3038: dtype of self",
+        .what = "ops.yaml:3041: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1828,
+        .call = error_binary_cross_entropy_1830,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3055: weight requires grad",
+        .what = "ops.yaml:3058: weight requires grad",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -32586,7 +32634,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1835,
+        .call = error_binary_cross_entropy_with_logits_1837,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
@@ -32595,7 +32643,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3055: pos_weight requires grad",
+        .what = "ops.yaml:3058: pos_weight requires grad",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -32607,7 +32655,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1836,
+        .call = error_binary_cross_entropy_with_logits_1838,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
@@ -32616,37 +32664,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3055: reduction not a choice",
+        .what = "ops.yaml:3058: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1837,
+        .call = error_binary_cross_entropy_with_logits_1839,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3055: dtype of self",
+        .what = "ops.yaml:3058: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1838,
+        .call = error_binary_cross_entropy_with_logits_1840,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3078: self.dim >= 1",
+        .what = "ops.yaml:3081: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1845,
+        .call = error_nll_loss_1847,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3080: weight.dim == 1",
+        .what = "ops.yaml:3083: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -32656,13 +32704,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1846,
+        .call = error_nll_loss_1848,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3071: weight requires grad",
+        .what = "ops.yaml:3074: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -32672,7 +32720,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1847,
+        .call = error_nll_loss_1849,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
@@ -32681,49 +32729,49 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3071: reduction not a choice",
+        .what = "ops.yaml:3074: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1848,
+        .call = error_nll_loss_1850,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3071: dtype of self",
+        .what = "ops.yaml:3074: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1849,
+        .call = error_nll_loss_1851,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3101: self.dim >= 1",
+        .what = "ops.yaml:3104: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1862,
+        .call = error_cross_entropy_loss_1864,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3103: weight.dim == 1",
+        .what = "ops.yaml:3106: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1863,
+        .call = error_cross_entropy_loss_1865,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3094: weight requires grad",
+        .what = "ops.yaml:3097: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -32733,7 +32781,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_loss_1864,
+        .call = error_cross_entropy_loss_1866,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
@@ -32742,27 +32790,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3094: reduction not a choice",
+        .what = "ops.yaml:3097: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1865,
+        .call = error_cross_entropy_loss_1867,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3094: dtype of self",
+        .what = "ops.yaml:3097: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1866,
+        .call = error_cross_entropy_loss_1868,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3124: weight requires grad",
+        .what = "ops.yaml:3127: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -32772,7 +32820,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_index_1874,
+        .call = error_cross_entropy_index_1876,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
@@ -32781,63 +32829,41 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3124: reduction not a choice",
+        .what = "ops.yaml:3127: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1875,
+        .call = error_cross_entropy_index_1877,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3124: dtype of self",
+        .what = "ops.yaml:3127: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1876,
+        .call = error_cross_entropy_index_1878,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3161: query.dim >= 2",
+        .what = "ops.yaml:3164: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1884,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3163: key.dim >= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1885,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3165: value.dim >= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1886,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3167: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3166: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1887,
         .expect = 0,
@@ -32845,54 +32871,54 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3169: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3168: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1888,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3155: dtype of query",
+        .what = "ops.yaml:3170: key.size(-1) == query.size(-1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1889,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3172: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1890,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3158: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1889,
+        .call = error_scaled_dot_product_attention_1891,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3190: query.dim >= 2",
+        .what = "ops.yaml:3193: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1898,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention_math: ",
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3192: key.dim == query.dim and value.dim == query.dim",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1899,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention_math: ",
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3194: key.size(-1) == query.size(-1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1900,
         .expect = 0,
@@ -32900,102 +32926,124 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3196: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3195: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1901,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3184: dtype of query",
+        .what = "ops.yaml:3197: key.size(-1) == query.size(-1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1902,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3199: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1903,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3187: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1902,
+        .call = error_scaled_dot_product_attention_math_1904,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3214: query.dim >= 2",
+        .what = "ops.yaml:3217: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1903,
+        .call = error_scaled_dot_product_attention_math_backward_1905,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3216: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3219: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1904,
+        .call = error_scaled_dot_product_attention_math_backward_1906,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3356: is_floating(result_dtype)",
+        .what = "ops.yaml:3359: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1932,
+        .call = error_rand_1934,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3367: is_floating(result_dtype)",
+        .what = "ops.yaml:3370: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1934,
+        .call = error_randn_1936,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3443: dtype of self",
+        .what = "ops.yaml:3446: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1956,
+        .call = error_normal_1958,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3455: dtype of self",
+        .what = "ops.yaml:3458: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1963,
+        .call = error_uniform_1965,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3468: dtype of self",
+        .what = "ops.yaml:3471: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1966,
+        .call = error_maybe_multiply_1968,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3479: dtype of self",
+        .what = "ops.yaml:3482: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1969,
+        .call = error_sum_to_1971,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -4601,8 +4601,29 @@ def case_741(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_742(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2472 sample 0)"""
+def case_742(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2456 sample 4)"""
+    stride = [1, 2]
+    padding = [1, 1]
+    output_padding = [1, 2]
+    groups = 1
+    dilation = [2, 3]
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_743(input, weight):
+    """conv_transpose2d.input (ops.yaml:2456 sample 5)"""
+    bias = None
+    stride = []
+    padding = []
+    output_padding = [1]
+    groups = 1
+    dilation = [2]
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_744(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2475 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4611,8 +4632,8 @@ def case_742(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_743(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2472 sample 1)"""
+def case_745(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2475 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4621,8 +4642,8 @@ def case_743(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_744(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2485 sample 0)"""
+def case_746(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2488 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4631,8 +4652,8 @@ def case_744(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_745(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2485 sample 1)"""
+def case_747(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2488 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4641,68 +4662,68 @@ def case_745(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_746(grad_output):
-    """conv2d_backward_bias (ops.yaml:2499 sample 0)"""
+def case_748(grad_output):
+    """conv2d_backward_bias (ops.yaml:2502 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_747(grad_output):
-    """conv2d_backward_bias (ops.yaml:2499 sample 1)"""
+def case_749(grad_output):
+    """conv2d_backward_bias (ops.yaml:2502 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
-
-
-def case_748(self):
-    """max_pool2d_with_indices (ops.yaml:2517 sample 0 result values)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_749(self):
-    """max_pool2d_with_indices (ops.yaml:2517 sample 0 result indices)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
 def case_750(self):
-    """max_pool2d_with_indices (ops.yaml:2517 sample 1 result values)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
+    """max_pool2d_with_indices (ops.yaml:2520 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
 def case_751(self):
-    """max_pool2d_with_indices (ops.yaml:2517 sample 1 result indices)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
+    """max_pool2d_with_indices (ops.yaml:2520 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
 def case_752(self):
-    """max_pool2d_with_indices (ops.yaml:2517 sample 2 result values)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
+    """max_pool2d_with_indices (ops.yaml:2520 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
     ceil_mode = True
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
 def case_753(self):
-    """max_pool2d_with_indices (ops.yaml:2517 sample 2 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2520 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_754(self):
+    """max_pool2d_with_indices (ops.yaml:2520 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_755(self):
+    """max_pool2d_with_indices (ops.yaml:2520 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4711,8 +4732,8 @@ def case_753(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_754(self):
-    """max_pool2d_with_indices (ops.yaml:2517 sample 3 result values)"""
+def case_756(self):
+    """max_pool2d_with_indices (ops.yaml:2520 sample 3 result values)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4721,8 +4742,8 @@ def case_754(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_755(self):
-    """max_pool2d_with_indices (ops.yaml:2517 sample 3 result indices)"""
+def case_757(self):
+    """max_pool2d_with_indices (ops.yaml:2520 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4731,8 +4752,8 @@ def case_755(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_756(self):
-    """max_pool2d (ops.yaml:2535 sample 0)"""
+def case_758(self):
+    """max_pool2d (ops.yaml:2538 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4741,8 +4762,8 @@ def case_756(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_757(self):
-    """max_pool2d (ops.yaml:2535 sample 1)"""
+def case_759(self):
+    """max_pool2d (ops.yaml:2538 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4751,8 +4772,8 @@ def case_757(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_758(self):
-    """max_pool2d (ops.yaml:2535 sample 2)"""
+def case_760(self):
+    """max_pool2d (ops.yaml:2538 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4761,16 +4782,16 @@ def case_758(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_759(input, weight, bias):
-    """layer_norm (ops.yaml:2560 sample 0)"""
+def case_761(input, weight, bias):
+    """layer_norm (ops.yaml:2563 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_760(input, weight):
-    """layer_norm (ops.yaml:2560 sample 1)"""
+def case_762(input, weight):
+    """layer_norm (ops.yaml:2563 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4778,8 +4799,8 @@ def case_760(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_761(input, bias):
-    """layer_norm (ops.yaml:2560 sample 2)"""
+def case_763(input, bias):
+    """layer_norm (ops.yaml:2563 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4787,16 +4808,16 @@ def case_761(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_762(input, weight, bias):
-    """layer_norm (ops.yaml:2560 sample 3)"""
+def case_764(input, weight, bias):
+    """layer_norm (ops.yaml:2563 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_763(input):
-    """layer_norm (ops.yaml:2560 sample 4)"""
+def case_765(input):
+    """layer_norm (ops.yaml:2563 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4805,16 +4826,16 @@ def case_763(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_764(input, weight, bias):
-    """group_norm (ops.yaml:2587 sample 0)"""
+def case_766(input, weight, bias):
+    """group_norm (ops.yaml:2590 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_765(input, weight):
-    """group_norm (ops.yaml:2587 sample 1)"""
+def case_767(input, weight):
+    """group_norm (ops.yaml:2590 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -4822,8 +4843,8 @@ def case_765(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_766(input, bias):
-    """group_norm (ops.yaml:2587 sample 2)"""
+def case_768(input, bias):
+    """group_norm (ops.yaml:2590 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -4831,16 +4852,16 @@ def case_766(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_767(input, weight, bias):
-    """group_norm (ops.yaml:2587 sample 3)"""
+def case_769(input, weight, bias):
+    """group_norm (ops.yaml:2590 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_768(input):
-    """group_norm (ops.yaml:2587 sample 4)"""
+def case_770(input):
+    """group_norm (ops.yaml:2590 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -4849,37 +4870,37 @@ def case_768(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_769(input, weight):
-    """rms_norm (ops.yaml:2611 sample 0)"""
+def case_771(input, weight):
+    """rms_norm (ops.yaml:2614 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_770(input):
-    """rms_norm (ops.yaml:2611 sample 1)"""
+def case_772(input):
+    """rms_norm (ops.yaml:2614 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_771(input, weight):
-    """rms_norm (ops.yaml:2611 sample 2)"""
+def case_773(input, weight):
+    """rms_norm (ops.yaml:2614 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_772(input, weight):
-    """rms_norm (ops.yaml:2611 sample 3)"""
+def case_774(input, weight):
+    """rms_norm (ops.yaml:2614 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_773(input, weight, bias):
-    """batch_norm (ops.yaml:2645 sample 0)"""
+def case_775(input, weight, bias):
+    """batch_norm (ops.yaml:2648 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -4889,8 +4910,8 @@ def case_773(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_774(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2645 sample 1)"""
+def case_776(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2648 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -4900,8 +4921,8 @@ def case_774(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_775(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2645 sample 2)"""
+def case_777(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2648 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -4910,8 +4931,8 @@ def case_775(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_776(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2645 sample 3)"""
+def case_778(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2648 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -4920,8 +4941,8 @@ def case_776(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_777(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2645 sample 4)"""
+def case_779(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2648 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4930,8 +4951,8 @@ def case_777(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_778(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2645 sample 5)"""
+def case_780(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2648 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4940,23 +4961,23 @@ def case_778(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_779(input, weight, bias):
-    """row_norm (ops.yaml:2678 sample 0)"""
+def case_781(input, weight, bias):
+    """row_norm (ops.yaml:2681 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_780(input, weight):
-    """row_norm (ops.yaml:2678 sample 1)"""
+def case_782(input, weight):
+    """row_norm (ops.yaml:2681 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_781(input, weight, bias):
-    """batch_norm_training (ops.yaml:2709 sample 0)"""
+def case_783(input, weight, bias):
+    """batch_norm_training (ops.yaml:2712 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -4964,8 +4985,8 @@ def case_781(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_782(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2709 sample 1)"""
+def case_784(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2712 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -4973,418 +4994,418 @@ def case_782(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_783(self):
-    """softmax.int (ops.yaml:2878 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_784(self):
-    """softmax.int (ops.yaml:2878 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
 def case_785(self):
-    """softmax.int (ops.yaml:2878 sample 2)"""
-    dim = -1
+    """softmax.int (ops.yaml:2881 sample 0)"""
+    dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_786(self):
-    """softmax.int (ops.yaml:2878 sample 3)"""
-    dim = 1
+    """softmax.int (ops.yaml:2881 sample 1)"""
+    dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_787(self):
-    """softmax.int (ops.yaml:2878 sample 4)"""
-    dim = 0
+    """softmax.int (ops.yaml:2881 sample 2)"""
+    dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_788(self):
-    """log_softmax.int (ops.yaml:2896 sample 0)"""
+    """softmax.int (ops.yaml:2881 sample 3)"""
     dim = 1
     dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
+    return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_789(self):
-    """log_softmax.int (ops.yaml:2896 sample 1)"""
+    """softmax.int (ops.yaml:2881 sample 4)"""
     dim = 0
     dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
+    return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_790(self):
-    """log_softmax.int (ops.yaml:2896 sample 2)"""
-    dim = -1
+    """log_softmax.int (ops.yaml:2899 sample 0)"""
+    dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_791(self):
-    """log_softmax.int (ops.yaml:2896 sample 3)"""
-    dim = 1
+    """log_softmax.int (ops.yaml:2899 sample 1)"""
+    dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_792(self):
-    """log_softmax.int (ops.yaml:2896 sample 4)"""
+    """log_softmax.int (ops.yaml:2899 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_793(self):
+    """log_softmax.int (ops.yaml:2899 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_794(self):
+    """log_softmax.int (ops.yaml:2899 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_793(grad_output, output):
-    """softmax_backward_data (ops.yaml:2914 sample 0)"""
-    dim = 1
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
-def case_794(grad_output, output):
-    """softmax_backward_data (ops.yaml:2914 sample 1)"""
-    dim = 1
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
 def case_795(grad_output, output):
-    """softmax_backward_data (ops.yaml:2914 sample 2)"""
-    dim = 0
+    """softmax_backward_data (ops.yaml:2917 sample 0)"""
+    dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_796(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2931 sample 0)"""
+    """softmax_backward_data (ops.yaml:2917 sample 1)"""
     dim = 1
-    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_797(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2931 sample 1)"""
+    """softmax_backward_data (ops.yaml:2917 sample 2)"""
+    dim = 0
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_798(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2934 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_798(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2931 sample 2)"""
+def case_799(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2934 sample 1)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_800(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2934 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_799(input):
-    """dropout (ops.yaml:2970 sample 0)"""
+def case_801(input):
+    """dropout (ops.yaml:2973 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_800(input):
-    """dropout (ops.yaml:2970 sample 1)"""
+def case_802(input):
+    """dropout (ops.yaml:2973 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_801(input):
-    """dropout (ops.yaml:2970 sample 2)"""
+def case_803(input):
+    """dropout (ops.yaml:2973 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_802(input):
-    """dropout (ops.yaml:2970 sample 3)"""
+def case_804(input):
+    """dropout (ops.yaml:2973 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_803(input):
-    """dropout (ops.yaml:2970 sample 4)"""
+def case_805(input):
+    """dropout (ops.yaml:2973 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_804(self, target):
-    """mse_loss (ops.yaml:2984 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_805(self, target):
-    """mse_loss (ops.yaml:2984 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
 def case_806(self, target):
-    """mse_loss (ops.yaml:2984 sample 2)"""
-    reduction = 'sum'
+    """mse_loss (ops.yaml:2987 sample 0)"""
+    reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_807(self, target):
-    """mse_loss (ops.yaml:2984 sample 3)"""
-    reduction = 'mean'
+    """mse_loss (ops.yaml:2987 sample 1)"""
+    reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_808(self, target):
-    """mse_loss (ops.yaml:2984 sample 4)"""
-    reduction = 'mean'
+    """mse_loss (ops.yaml:2987 sample 2)"""
+    reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_809(self, target):
-    """l1_loss (ops.yaml:2999 sample 0)"""
+    """mse_loss (ops.yaml:2987 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_810(self, target):
+    """mse_loss (ops.yaml:2987 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_811(self, target):
+    """l1_loss (ops.yaml:3002 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_810(self, target):
-    """l1_loss (ops.yaml:2999 sample 1)"""
+def case_812(self, target):
+    """l1_loss (ops.yaml:3002 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_811(self, target):
-    """l1_loss (ops.yaml:2999 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
-def case_812(self, target):
-    """l1_loss (ops.yaml:2999 sample 3)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
 def case_813(self, target):
-    """l1_loss (ops.yaml:2999 sample 4)"""
+    """l1_loss (ops.yaml:3002 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_814(self, target):
-    """smooth_l1_loss (ops.yaml:3014 sample 0)"""
+    """l1_loss (ops.yaml:3002 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_815(self, target):
+    """l1_loss (ops.yaml:3002 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_816(self, target):
+    """smooth_l1_loss (ops.yaml:3017 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_815(self, target):
-    """smooth_l1_loss (ops.yaml:3014 sample 1)"""
+def case_817(self, target):
+    """smooth_l1_loss (ops.yaml:3017 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_816(self, target):
-    """smooth_l1_loss (ops.yaml:3014 sample 2)"""
+def case_818(self, target):
+    """smooth_l1_loss (ops.yaml:3017 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_817(self, target):
-    """smooth_l1_loss (ops.yaml:3014 sample 3)"""
+def case_819(self, target):
+    """smooth_l1_loss (ops.yaml:3017 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_818(self, target):
-    """smooth_l1_loss (ops.yaml:3014 sample 4)"""
+def case_820(self, target):
+    """smooth_l1_loss (ops.yaml:3017 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_819(self, target):
-    """smooth_l1_loss (ops.yaml:3014 sample 5)"""
+def case_821(self, target):
+    """smooth_l1_loss (ops.yaml:3017 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_820(self, target):
-    """huber_loss (ops.yaml:3030 sample 0)"""
+def case_822(self, target):
+    """huber_loss (ops.yaml:3033 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_821(self, target):
-    """huber_loss (ops.yaml:3030 sample 1)"""
-    reduction = 'none'
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_822(self, target):
-    """huber_loss (ops.yaml:3030 sample 2)"""
-    reduction = 'sum'
-    delta = 2.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
 def case_823(self, target):
-    """huber_loss (ops.yaml:3030 sample 3)"""
-    reduction = 'sum'
+    """huber_loss (ops.yaml:3033 sample 1)"""
+    reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_824(self, target):
-    """huber_loss (ops.yaml:3030 sample 4)"""
+    """huber_loss (ops.yaml:3033 sample 2)"""
+    reduction = 'sum'
+    delta = 2.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_825(self, target):
+    """huber_loss (ops.yaml:3033 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_825(self, target):
-    """binary_cross_entropy (ops.yaml:3046 sample 0)"""
+def case_826(self, target):
+    """huber_loss (ops.yaml:3033 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_827(self, target):
+    """binary_cross_entropy (ops.yaml:3049 sample 0)"""
     weight = None
     reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_826(self, target):
-    """binary_cross_entropy (ops.yaml:3046 sample 1)"""
-    weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_827(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3046 sample 2)"""
-    reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_828(self, target):
-    """binary_cross_entropy (ops.yaml:3046 sample 3)"""
+    """binary_cross_entropy (ops.yaml:3049 sample 1)"""
     weight = None
-    reduction = 'mean'
+    reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_829(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3046 sample 4)"""
+    """binary_cross_entropy (ops.yaml:3049 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_830(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3046 sample 5)"""
-    reduction = 'none'
+def case_830(self, target):
+    """binary_cross_entropy (ops.yaml:3049 sample 3)"""
+    weight = None
+    reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_831(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3062 sample 0)"""
-    weight = None
-    pos_weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+def case_831(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3049 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_832(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3062 sample 1)"""
+    """binary_cross_entropy (ops.yaml:3049 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_833(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 0)"""
+    weight = None
+    pos_weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+
+
+def case_834(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_833(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3062 sample 2)"""
+def case_835(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_834(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3062 sample 3)"""
+def case_836(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_835(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3062 sample 4)"""
+def case_837(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_836(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3062 sample 5)"""
+def case_838(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_837(self, target):
-    """nll_loss (ops.yaml:3085 sample 0)"""
+def case_839(self, target):
+    """nll_loss (ops.yaml:3088 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_838(self, target, weight):
-    """nll_loss (ops.yaml:3085 sample 1)"""
+def case_840(self, target, weight):
+    """nll_loss (ops.yaml:3088 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_839(self, target, weight):
-    """nll_loss (ops.yaml:3085 sample 2)"""
+def case_841(self, target, weight):
+    """nll_loss (ops.yaml:3088 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_840(self, target):
-    """nll_loss (ops.yaml:3085 sample 3)"""
+def case_842(self, target):
+    """nll_loss (ops.yaml:3088 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_841(self, target, weight):
-    """nll_loss (ops.yaml:3085 sample 4)"""
+def case_843(self, target, weight):
+    """nll_loss (ops.yaml:3088 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_842(self, target):
-    """nll_loss (ops.yaml:3085 sample 5)"""
+def case_844(self, target):
+    """nll_loss (ops.yaml:3088 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_843(self, target):
-    """cross_entropy_loss (ops.yaml:3108 sample 0)"""
+def case_845(self, target):
+    """cross_entropy_loss (ops.yaml:3111 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5392,32 +5413,32 @@ def case_843(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_844(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3108 sample 1)"""
+def case_846(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3111 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_845(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3108 sample 2)"""
+def case_847(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3111 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_846(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3108 sample 3)"""
+def case_848(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3111 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_847(self, target):
-    """cross_entropy_loss (ops.yaml:3108 sample 4)"""
+def case_849(self, target):
+    """cross_entropy_loss (ops.yaml:3111 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5425,8 +5446,8 @@ def case_847(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_848(self, target):
-    """cross_entropy_loss (ops.yaml:3108 sample 5)"""
+def case_850(self, target):
+    """cross_entropy_loss (ops.yaml:3111 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5434,16 +5455,16 @@ def case_848(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_849(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3108 sample 6)"""
+def case_851(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3111 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_850(self, target):
-    """cross_entropy_loss (ops.yaml:3108 sample 7)"""
+def case_852(self, target):
+    """cross_entropy_loss (ops.yaml:3111 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5451,24 +5472,24 @@ def case_850(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_851(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3108 sample 8)"""
+def case_853(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3111 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_852(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3108 sample 9)"""
+def case_854(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3111 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_853(self, target):
-    """cross_entropy_loss (ops.yaml:3108 sample 10)"""
+def case_855(self, target):
+    """cross_entropy_loss (ops.yaml:3111 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5476,16 +5497,16 @@ def case_853(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_854(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3108 sample 11)"""
+def case_856(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3111 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_855(self, target):
-    """cross_entropy_index (ops.yaml:3134 sample 0)"""
+def case_857(self, target):
+    """cross_entropy_index (ops.yaml:3137 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5493,16 +5514,16 @@ def case_855(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_856(self, target, weight):
-    """cross_entropy_index (ops.yaml:3134 sample 1)"""
+def case_858(self, target, weight):
+    """cross_entropy_index (ops.yaml:3137 sample 1)"""
     reduction = 'mean'
     ignore_index = 1
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_857(self, target):
-    """cross_entropy_index (ops.yaml:3134 sample 2)"""
+def case_859(self, target):
+    """cross_entropy_index (ops.yaml:3137 sample 2)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5510,16 +5531,16 @@ def case_857(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_858(self, target, weight):
-    """cross_entropy_index (ops.yaml:3134 sample 3)"""
+def case_860(self, target, weight):
+    """cross_entropy_index (ops.yaml:3137 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_859(self, target):
-    """cross_entropy_index (ops.yaml:3134 sample 4)"""
+def case_861(self, target):
+    """cross_entropy_index (ops.yaml:3137 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5527,8 +5548,8 @@ def case_859(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_860(self, target):
-    """cross_entropy_index (ops.yaml:3134 sample 5)"""
+def case_862(self, target):
+    """cross_entropy_index (ops.yaml:3137 sample 5)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5536,8 +5557,8 @@ def case_860(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_861(self, target):
-    """cross_entropy_index (ops.yaml:3134 sample 6)"""
+def case_863(self, target):
+    """cross_entropy_index (ops.yaml:3137 sample 6)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5545,8 +5566,8 @@ def case_861(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_862(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3173 sample 0)"""
+def case_864(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3176 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5554,34 +5575,16 @@ def case_862(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_863(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3173 sample 1)"""
+def case_865(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3176 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_864(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3173 sample 2)"""
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_865(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3173 sample 3)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = True
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_866(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3173 sample 4)"""
-    attn_mask = None
+def case_866(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3176 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5589,16 +5592,16 @@ def case_866(query, key, value):
 
 
 def case_867(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3173 sample 5)"""
+    """scaled_dot_product_attention (ops.yaml:3176 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
-    is_causal = False
+    is_causal = True
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_868(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3173 sample 6)"""
+    """scaled_dot_product_attention (ops.yaml:3176 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5607,95 +5610,113 @@ def case_868(query, key, value):
 
 
 def case_869(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3201 sample 0 result output)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+    """scaled_dot_product_attention (ops.yaml:3176 sample 5)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_870(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3201 sample 0 result attn)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+    """scaled_dot_product_attention (ops.yaml:3176 sample 6)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_871(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3201 sample 1 result output)"""
-    scale = 1.5
+    """scaled_dot_product_attention_math (ops.yaml:3204 sample 0 result output)"""
+    scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_872(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3201 sample 1 result attn)"""
-    scale = 1.5
+    """scaled_dot_product_attention_math (ops.yaml:3204 sample 0 result attn)"""
+    scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_873(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3201 sample 2 result output)"""
-    scale = 0.25
+    """scaled_dot_product_attention_math (ops.yaml:3204 sample 1 result output)"""
+    scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_874(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3201 sample 2 result attn)"""
-    scale = 0.25
+    """scaled_dot_product_attention_math (ops.yaml:3204 sample 1 result attn)"""
+    scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_875(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3201 sample 3 result output)"""
-    scale = 0.5
+    """scaled_dot_product_attention_math (ops.yaml:3204 sample 2 result output)"""
+    scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_876(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3201 sample 3 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3204 sample 2 result attn)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_877(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3204 sample 3 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_878(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3204 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_877():
-    """empty (ops.yaml:3231 sample 0)"""
-    size = [2, 3]
-    dtype = None
-    device = None
-    return torch.zeros(size, dtype=dtype)
-
-
-def case_878():
-    """empty (ops.yaml:3231 sample 1)"""
-    size = [0, 3]
-    dtype = None
-    device = None
-    return torch.zeros(size, dtype=dtype)
-
-
 def case_879():
-    """empty (ops.yaml:3231 sample 2)"""
-    size = []
+    """empty (ops.yaml:3234 sample 0)"""
+    size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
 def case_880():
-    """zeros (ops.yaml:3238 sample 0)"""
+    """empty (ops.yaml:3234 sample 1)"""
+    size = [0, 3]
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_881():
+    """empty (ops.yaml:3234 sample 2)"""
+    size = []
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_882():
+    """zeros (ops.yaml:3241 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_881():
-    """ones (ops.yaml:3246 sample 0)"""
+def case_883():
+    """ones (ops.yaml:3249 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_882():
-    """full (ops.yaml:3261 sample 0)"""
+def case_884():
+    """full (ops.yaml:3264 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5703,8 +5724,8 @@ def case_882():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_883():
-    """full (ops.yaml:3261 sample 1)"""
+def case_885():
+    """full (ops.yaml:3264 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5712,8 +5733,8 @@ def case_883():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_884():
-    """full (ops.yaml:3261 sample 2)"""
+def case_886():
+    """full (ops.yaml:3264 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5721,71 +5742,71 @@ def case_884():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_885(self):
-    """empty_like (ops.yaml:3272 sample 0)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_886(self):
-    """empty_like (ops.yaml:3272 sample 1)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
 def case_887(self):
-    """empty_like (ops.yaml:3272 sample 2)"""
+    """empty_like (ops.yaml:3275 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_888(self):
-    """ones_like (ops.yaml:3292 sample 0)"""
+    """empty_like (ops.yaml:3275 sample 1)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_889(self):
-    """ones_like (ops.yaml:3292 sample 1)"""
+    """empty_like (ops.yaml:3275 sample 2)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_890(self):
-    """ones_like (ops.yaml:3292 sample 2)"""
+    """ones_like (ops.yaml:3295 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_891(self):
-    """ones_like (ops.yaml:3292 sample 3)"""
-    dtype = torch.int32
+    """ones_like (ops.yaml:3295 sample 1)"""
+    dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_892(self):
-    """full_like (ops.yaml:3304 sample 0)"""
+    """ones_like (ops.yaml:3295 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_893(self):
+    """ones_like (ops.yaml:3295 sample 3)"""
+    dtype = torch.int32
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_894(self):
+    """full_like (ops.yaml:3307 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_893(self):
-    """full_like (ops.yaml:3304 sample 1)"""
+def case_895(self):
+    """full_like (ops.yaml:3307 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_894(self):
-    """full_like (ops.yaml:3304 sample 2)"""
+def case_896(self):
+    """full_like (ops.yaml:3307 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_895():
-    """arange (ops.yaml:3309 sample 0)"""
+def case_897():
+    """arange (ops.yaml:3312 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5794,8 +5815,8 @@ def case_895():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_896():
-    """linspace (ops.yaml:3324 sample 0)"""
+def case_898():
+    """linspace (ops.yaml:3327 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5804,8 +5825,8 @@ def case_896():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_897():
-    """linspace (ops.yaml:3324 sample 1)"""
+def case_899():
+    """linspace (ops.yaml:3327 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5814,8 +5835,8 @@ def case_897():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_898():
-    """linspace (ops.yaml:3324 sample 2)"""
+def case_900():
+    """linspace (ops.yaml:3327 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5824,24 +5845,24 @@ def case_898():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_899():
-    """eye (ops.yaml:3336 sample 0)"""
+def case_901():
+    """eye (ops.yaml:3339 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_900():
-    """eye (ops.yaml:3336 sample 1)"""
+def case_902():
+    """eye (ops.yaml:3339 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_901():
-    """eye.m (ops.yaml:3347 sample 0)"""
+def case_903():
+    """eye.m (ops.yaml:3350 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5849,8 +5870,8 @@ def case_901():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_902():
-    """eye.m (ops.yaml:3347 sample 1)"""
+def case_904():
+    """eye.m (ops.yaml:3350 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5858,8 +5879,8 @@ def case_902():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_903():
-    """rand (ops.yaml:3351 sample 0)"""
+def case_905():
+    """rand (ops.yaml:3354 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5867,8 +5888,8 @@ def case_903():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_904():
-    """randn (ops.yaml:3362 sample 0)"""
+def case_906():
+    """randn (ops.yaml:3365 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5876,36 +5897,36 @@ def case_904():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_905(self):
-    """rand_like (ops.yaml:3379 sample 0)"""
-    generator = None
-    dtype = None
-    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
-
-
-def case_906(self):
-    """rand_like (ops.yaml:3379 sample 1)"""
-    generator = None
-    dtype = None
-    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
-
-
 def case_907(self):
-    """randn_like (ops.yaml:3389 sample 0)"""
+    """rand_like (ops.yaml:3382 sample 0)"""
     generator = None
     dtype = None
-    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_908(self):
-    """randn_like (ops.yaml:3389 sample 1)"""
+    """rand_like (ops.yaml:3382 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_909(self):
+    """randn_like (ops.yaml:3392 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_909():
-    """randint (ops.yaml:3400 sample 0)"""
+def case_910(self):
+    """randn_like (ops.yaml:3392 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_911():
+    """randint (ops.yaml:3403 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5914,8 +5935,8 @@ def case_909():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_910():
-    """randint (ops.yaml:3400 sample 1)"""
+def case_912():
+    """randint (ops.yaml:3403 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5924,8 +5945,8 @@ def case_910():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_911():
-    """randint.low (ops.yaml:3411 sample 0)"""
+def case_913():
+    """randint.low (ops.yaml:3414 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5935,8 +5956,8 @@ def case_911():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_912():
-    """randperm (ops.yaml:3421 sample 0)"""
+def case_914():
+    """randperm (ops.yaml:3424 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5944,8 +5965,8 @@ def case_912():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_913():
-    """randperm (ops.yaml:3421 sample 1)"""
+def case_915():
+    """randperm (ops.yaml:3424 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5953,95 +5974,95 @@ def case_913():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_914(self):
-    """bernoulli.p (ops.yaml:3438 sample 0)"""
+def case_916(self):
+    """bernoulli.p (ops.yaml:3441 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_915(self):
-    """bernoulli.p (ops.yaml:3438 sample 1)"""
+def case_917(self):
+    """bernoulli.p (ops.yaml:3441 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_916(self):
-    """bernoulli.p (ops.yaml:3438 sample 2)"""
+def case_918(self):
+    """bernoulli.p (ops.yaml:3441 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_917(self):
-    """normal (ops.yaml:3449 sample 0)"""
+def case_919(self):
+    """normal (ops.yaml:3452 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_918(self):
-    """normal (ops.yaml:3449 sample 1)"""
-    mean = 0.0
-    std = 1.0
-    generator = None
-    return torch.empty_like(self).normal_(mean, std)
-
-
-def case_919(self):
-    """normal (ops.yaml:3449 sample 2)"""
-    mean = 0.0
-    std = 1.0
-    generator = None
-    return torch.empty_like(self).normal_(mean, std)
-
-
 def case_920(self):
-    """uniform (ops.yaml:3461 sample 0)"""
+    """normal (ops.yaml:3452 sample 1)"""
+    mean = 0.0
+    std = 1.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_921(self):
+    """normal (ops.yaml:3452 sample 2)"""
+    mean = 0.0
+    std = 1.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_922(self):
+    """uniform (ops.yaml:3464 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_921(self):
-    """uniform (ops.yaml:3461 sample 1)"""
-    from_ = 0.0
-    to = 1.0
-    generator = None
-    return torch.ops.aten.uniform(self, from_, to, generator=generator)
-
-
-def case_922(self):
-    """uniform (ops.yaml:3461 sample 2)"""
-    from_ = 0.0
-    to = 1.0
-    generator = None
-    return torch.ops.aten.uniform(self, from_, to, generator=generator)
-
-
 def case_923(self):
-    """maybe_multiply (ops.yaml:3474 sample 0)"""
+    """uniform (ops.yaml:3464 sample 1)"""
+    from_ = 0.0
+    to = 1.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_924(self):
+    """uniform (ops.yaml:3464 sample 2)"""
+    from_ = 0.0
+    to = 1.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_925(self):
+    """maybe_multiply (ops.yaml:3477 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_924(self):
-    """maybe_multiply (ops.yaml:3474 sample 1)"""
+def case_926(self):
+    """maybe_multiply (ops.yaml:3477 sample 1)"""
     other = 1
     return self * other
 
 
-def case_925(self):
-    """sum_to (ops.yaml:3485 sample 0)"""
+def case_927(self):
+    """sum_to (ops.yaml:3488 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_926(self):
-    """sum_to (ops.yaml:3485 sample 1)"""
+def case_928(self):
+    """sum_to (ops.yaml:3488 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -9757,927 +9778,937 @@ CASES = [
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2472 sample 0", fn=case_742, tensors=["grad_output", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2472 sample 1", fn=case_743, tensors=["grad_output", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2485 sample 0", fn=case_744, tensors=["grad_output", "input"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2485 sample 1", fn=case_745, tensors=["grad_output", "input"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2499 sample 0", fn=case_746, tensors=["grad_output"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2499 sample 1", fn=case_747, tensors=["grad_output"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2517 sample 0 result values", fn=case_748, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2517 sample 0 result indices", fn=case_749, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2517 sample 1 result values", fn=case_750, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2517 sample 1 result indices", fn=case_751, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2517 sample 2 result values", fn=case_752, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2517 sample 2 result indices", fn=case_753, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2517 sample 3 result values", fn=case_754, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2517 sample 3 result indices", fn=case_755, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d", where="ops.yaml:2535 sample 0", fn=case_756, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d", where="ops.yaml:2535 sample 1", fn=case_757, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="max_pool2d", where="ops.yaml:2535 sample 2", fn=case_758, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="layer_norm", where="ops.yaml:2560 sample 0", fn=case_759, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2456 sample 4", fn=case_742, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2560 sample 1", fn=case_760, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2456 sample 5", fn=case_743, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2560 sample 2", fn=case_761, tensors=["input", "bias"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2475 sample 0", fn=case_744, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2560 sample 3", fn=case_762, tensors=["input", "weight", "bias"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
+    dict(op="conv2d_backward_input", where="ops.yaml:2475 sample 1", fn=case_745, tensors=["grad_output", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2560 sample 4", fn=case_763, tensors=["input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2488 sample 0", fn=case_746, tensors=["grad_output", "input"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2488 sample 1", fn=case_747, tensors=["grad_output", "input"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2502 sample 0", fn=case_748, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2587 sample 0", fn=case_764, tensors=["input", "weight", "bias"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2502 sample 1", fn=case_749, tensors=["grad_output"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 0 result values", fn=case_750, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 0 result indices", fn=case_751, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 1 result values", fn=case_752, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 1 result indices", fn=case_753, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 2 result values", fn=case_754, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 2 result indices", fn=case_755, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 3 result values", fn=case_756, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 3 result indices", fn=case_757, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2538 sample 0", fn=case_758, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2538 sample 1", fn=case_759, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2538 sample 2", fn=case_760, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="layer_norm", where="ops.yaml:2563 sample 0", fn=case_761, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2587 sample 1", fn=case_765, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2563 sample 1", fn=case_762, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2587 sample 2", fn=case_766, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2563 sample 2", fn=case_763, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2587 sample 3", fn=case_767, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2563 sample 3", fn=case_764, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2587 sample 4", fn=case_768, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2563 sample 4", fn=case_765, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2611 sample 0", fn=case_769, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2590 sample 0", fn=case_766, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2590 sample 1", fn=case_767, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2611 sample 1", fn=case_770, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2590 sample 2", fn=case_768, tensors=["input", "bias"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2590 sample 3", fn=case_769, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="group_norm", where="ops.yaml:2590 sample 4", fn=case_770, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2611 sample 2", fn=case_771, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2614 sample 0", fn=case_771, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2611 sample 3", fn=case_772, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2614 sample 1", fn=case_772, tensors=["input"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2614 sample 2", fn=case_773, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rms_norm", where="ops.yaml:2614 sample 3", fn=case_774, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2645 sample 0", fn=case_773, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2648 sample 0", fn=case_775, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2645 sample 1", fn=case_774, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2648 sample 1", fn=case_776, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2645 sample 2", fn=case_775, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2648 sample 2", fn=case_777, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2645 sample 3", fn=case_776, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2648 sample 3", fn=case_778, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2645 sample 4", fn=case_777, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2648 sample 4", fn=case_779, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2645 sample 5", fn=case_778, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2648 sample 5", fn=case_780, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2678 sample 0", fn=case_779, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2681 sample 0", fn=case_781, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2678 sample 1", fn=case_780, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2681 sample 1", fn=case_782, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2709 sample 0", fn=case_781, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2712 sample 0", fn=case_783, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2709 sample 1", fn=case_782, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2712 sample 1", fn=case_784, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2878 sample 0", fn=case_783, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2881 sample 0", fn=case_785, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2878 sample 1", fn=case_784, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2881 sample 1", fn=case_786, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2878 sample 2", fn=case_785, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2881 sample 2", fn=case_787, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2878 sample 3", fn=case_786, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2881 sample 3", fn=case_788, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2878 sample 4", fn=case_787, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2881 sample 4", fn=case_789, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2896 sample 0", fn=case_788, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2899 sample 0", fn=case_790, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2896 sample 1", fn=case_789, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2899 sample 1", fn=case_791, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2896 sample 2", fn=case_790, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2899 sample 2", fn=case_792, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2896 sample 3", fn=case_791, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2899 sample 3", fn=case_793, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2896 sample 4", fn=case_792, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2899 sample 4", fn=case_794, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2914 sample 0", fn=case_793, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2917 sample 0", fn=case_795, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2914 sample 1", fn=case_794, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2917 sample 1", fn=case_796, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2914 sample 2", fn=case_795, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2917 sample 2", fn=case_797, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2931 sample 0", fn=case_796, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2934 sample 0", fn=case_798, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2931 sample 1", fn=case_797, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2934 sample 1", fn=case_799, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2931 sample 2", fn=case_798, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2934 sample 2", fn=case_800, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2970 sample 0", fn=case_799, tensors=["input"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2970 sample 1", fn=case_800, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2973 sample 0", fn=case_801, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2970 sample 2", fn=case_801, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2973 sample 1", fn=case_802, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2970 sample 3", fn=case_802, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2973 sample 2", fn=case_803, tensors=["input"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2973 sample 3", fn=case_804, tensors=["input"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2970 sample 4", fn=case_803, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2973 sample 4", fn=case_805, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2984 sample 0", fn=case_804, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2987 sample 0", fn=case_806, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2984 sample 1", fn=case_805, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2987 sample 1", fn=case_807, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2984 sample 2", fn=case_806, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2987 sample 2", fn=case_808, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2984 sample 3", fn=case_807, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2987 sample 3", fn=case_809, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2984 sample 4", fn=case_808, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2987 sample 4", fn=case_810, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2999 sample 0", fn=case_809, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3002 sample 0", fn=case_811, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2999 sample 1", fn=case_810, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3002 sample 1", fn=case_812, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2999 sample 2", fn=case_811, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3002 sample 2", fn=case_813, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2999 sample 3", fn=case_812, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3002 sample 3", fn=case_814, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2999 sample 4", fn=case_813, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3002 sample 4", fn=case_815, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3014 sample 0", fn=case_814, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 0", fn=case_816, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3014 sample 1", fn=case_815, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 1", fn=case_817, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3014 sample 2", fn=case_816, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 2", fn=case_818, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3014 sample 3", fn=case_817, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 3", fn=case_819, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3014 sample 4", fn=case_818, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 4", fn=case_820, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3014 sample 5", fn=case_819, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 5", fn=case_821, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3030 sample 0", fn=case_820, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3033 sample 0", fn=case_822, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3030 sample 1", fn=case_821, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3033 sample 1", fn=case_823, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3030 sample 2", fn=case_822, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3033 sample 2", fn=case_824, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3030 sample 3", fn=case_823, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3033 sample 3", fn=case_825, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3030 sample 4", fn=case_824, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3033 sample 4", fn=case_826, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3046 sample 0", fn=case_825, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 0", fn=case_827, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3046 sample 1", fn=case_826, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 1", fn=case_828, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3046 sample 2", fn=case_827, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 2", fn=case_829, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3046 sample 3", fn=case_828, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 3", fn=case_830, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3046 sample 4", fn=case_829, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 4", fn=case_831, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3046 sample 5", fn=case_830, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 5", fn=case_832, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3062 sample 0", fn=case_831, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 0", fn=case_833, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3062 sample 1", fn=case_832, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 1", fn=case_834, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3062 sample 2", fn=case_833, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 2", fn=case_835, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3062 sample 3", fn=case_834, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 3", fn=case_836, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3062 sample 4", fn=case_835, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 4", fn=case_837, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3062 sample 5", fn=case_836, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 5", fn=case_838, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3085 sample 0", fn=case_837, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3088 sample 0", fn=case_839, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3085 sample 1", fn=case_838, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3088 sample 1", fn=case_840, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3085 sample 2", fn=case_839, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3088 sample 2", fn=case_841, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3085 sample 3", fn=case_840, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3088 sample 3", fn=case_842, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3085 sample 4", fn=case_841, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3088 sample 4", fn=case_843, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3085 sample 5", fn=case_842, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3088 sample 5", fn=case_844, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 0", fn=case_843, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 0", fn=case_845, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 1", fn=case_844, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 1", fn=case_846, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 2", fn=case_845, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 2", fn=case_847, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 3", fn=case_846, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 3", fn=case_848, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 4", fn=case_847, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 4", fn=case_849, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 5", fn=case_848, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 5", fn=case_850, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 6", fn=case_849, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 6", fn=case_851, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 7", fn=case_850, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 7", fn=case_852, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 8", fn=case_851, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 8", fn=case_853, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 9", fn=case_852, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 9", fn=case_854, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 10", fn=case_853, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 10", fn=case_855, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3108 sample 11", fn=case_854, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 11", fn=case_856, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3134 sample 0", fn=case_855, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 0", fn=case_857, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3134 sample 1", fn=case_856, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 1", fn=case_858, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3134 sample 2", fn=case_857, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 2", fn=case_859, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3134 sample 3", fn=case_858, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 3", fn=case_860, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3134 sample 4", fn=case_859, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 4", fn=case_861, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3134 sample 5", fn=case_860, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 5", fn=case_862, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3134 sample 6", fn=case_861, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 6", fn=case_863, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3173 sample 0", fn=case_862, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 0", fn=case_864, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3173 sample 1", fn=case_863, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 1", fn=case_865, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3173 sample 2", fn=case_864, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 2", fn=case_866, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3173 sample 3", fn=case_865, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 3", fn=case_867, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3173 sample 4", fn=case_866, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 4", fn=case_868, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3173 sample 5", fn=case_867, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 5", fn=case_869, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3173 sample 6", fn=case_868, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 6", fn=case_870, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3201 sample 0 result output", fn=case_869, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 0 result output", fn=case_871, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3201 sample 0 result attn", fn=case_870, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 0 result attn", fn=case_872, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3201 sample 1 result output", fn=case_871, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 1 result output", fn=case_873, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3201 sample 1 result attn", fn=case_872, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 1 result attn", fn=case_874, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3201 sample 2 result output", fn=case_873, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 2 result output", fn=case_875, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3201 sample 2 result attn", fn=case_874, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 2 result attn", fn=case_876, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3201 sample 3 result output", fn=case_875, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 3 result output", fn=case_877, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3201 sample 3 result attn", fn=case_876, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 3 result attn", fn=case_878, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3231 sample 0", fn=case_877, tensors=[],
+    dict(op="empty", where="ops.yaml:3234 sample 0", fn=case_879, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3231 sample 1", fn=case_878, tensors=[],
+    dict(op="empty", where="ops.yaml:3234 sample 1", fn=case_880, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3231 sample 2", fn=case_879, tensors=[],
+    dict(op="empty", where="ops.yaml:3234 sample 2", fn=case_881, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3238 sample 0", fn=case_880, tensors=[],
+    dict(op="zeros", where="ops.yaml:3241 sample 0", fn=case_882, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3246 sample 0", fn=case_881, tensors=[],
+    dict(op="ones", where="ops.yaml:3249 sample 0", fn=case_883, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3261 sample 0", fn=case_882, tensors=[],
+    dict(op="full", where="ops.yaml:3264 sample 0", fn=case_884, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3261 sample 1", fn=case_883, tensors=[],
+    dict(op="full", where="ops.yaml:3264 sample 1", fn=case_885, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3261 sample 2", fn=case_884, tensors=[],
+    dict(op="full", where="ops.yaml:3264 sample 2", fn=case_886, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3272 sample 0", fn=case_885, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3275 sample 0", fn=case_887, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3272 sample 1", fn=case_886, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3275 sample 1", fn=case_888, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3272 sample 2", fn=case_887, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3275 sample 2", fn=case_889, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3292 sample 0", fn=case_888, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3295 sample 0", fn=case_890, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3292 sample 1", fn=case_889, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3295 sample 1", fn=case_891, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3292 sample 2", fn=case_890, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3295 sample 2", fn=case_892, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3292 sample 3", fn=case_891, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3295 sample 3", fn=case_893, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3304 sample 0", fn=case_892, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3307 sample 0", fn=case_894, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3304 sample 1", fn=case_893, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3307 sample 1", fn=case_895, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3304 sample 2", fn=case_894, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3307 sample 2", fn=case_896, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3309 sample 0", fn=case_895, tensors=[],
+    dict(op="arange", where="ops.yaml:3312 sample 0", fn=case_897, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3324 sample 0", fn=case_896, tensors=[],
+    dict(op="linspace", where="ops.yaml:3327 sample 0", fn=case_898, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3324 sample 1", fn=case_897, tensors=[],
+    dict(op="linspace", where="ops.yaml:3327 sample 1", fn=case_899, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3324 sample 2", fn=case_898, tensors=[],
+    dict(op="linspace", where="ops.yaml:3327 sample 2", fn=case_900, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3336 sample 0", fn=case_899, tensors=[],
+    dict(op="eye", where="ops.yaml:3339 sample 0", fn=case_901, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3336 sample 1", fn=case_900, tensors=[],
+    dict(op="eye", where="ops.yaml:3339 sample 1", fn=case_902, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3347 sample 0", fn=case_901, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3350 sample 0", fn=case_903, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3347 sample 1", fn=case_902, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3350 sample 1", fn=case_904, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3351 sample 0", fn=case_903, tensors=[],
+    dict(op="rand", where="ops.yaml:3354 sample 0", fn=case_905, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3362 sample 0", fn=case_904, tensors=[],
+    dict(op="randn", where="ops.yaml:3365 sample 0", fn=case_906, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3379 sample 0", fn=case_905, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3382 sample 0", fn=case_907, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3379 sample 1", fn=case_906, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3382 sample 1", fn=case_908, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3389 sample 0", fn=case_907, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3392 sample 0", fn=case_909, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3389 sample 1", fn=case_908, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3392 sample 1", fn=case_910, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3400 sample 0", fn=case_909, tensors=[],
+    dict(op="randint", where="ops.yaml:3403 sample 0", fn=case_911, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3400 sample 1", fn=case_910, tensors=[],
+    dict(op="randint", where="ops.yaml:3403 sample 1", fn=case_912, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3411 sample 0", fn=case_911, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3414 sample 0", fn=case_913, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3421 sample 0", fn=case_912, tensors=[],
+    dict(op="randperm", where="ops.yaml:3424 sample 0", fn=case_914, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3421 sample 1", fn=case_913, tensors=[],
+    dict(op="randperm", where="ops.yaml:3424 sample 1", fn=case_915, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3438 sample 0", fn=case_914, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3441 sample 0", fn=case_916, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3438 sample 1", fn=case_915, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3441 sample 1", fn=case_917, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3438 sample 2", fn=case_916, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3441 sample 2", fn=case_918, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3449 sample 0", fn=case_917, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3452 sample 0", fn=case_919, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3449 sample 1", fn=case_918, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3452 sample 1", fn=case_920, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3449 sample 2", fn=case_919, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3452 sample 2", fn=case_921, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3461 sample 0", fn=case_920, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3464 sample 0", fn=case_922, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3461 sample 1", fn=case_921, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3464 sample 1", fn=case_923, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3461 sample 2", fn=case_922, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3464 sample 2", fn=case_924, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3474 sample 0", fn=case_923, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3477 sample 0", fn=case_925, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3474 sample 1", fn=case_924, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3477 sample 1", fn=case_926, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3485 sample 0", fn=case_925, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3488 sample 0", fn=case_927, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3485 sample 1", fn=case_926, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3488 sample 1", fn=case_928, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],

@@ -3843,8 +3843,8 @@ YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
  * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
- * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride)
- * adds rows/columns at the bottom/right.
+ * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (in each dim
+ * below the stride or the dilation, as in PyTorch) adds rows/columns at the bottom/right.
  * Uses the defaults bias=None, stride=[], padding=[], output_padding=[], groups=1, dilation=[]; yt_conv_transpose2d_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
@@ -3852,8 +3852,8 @@ YT_API yt_tensor *yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight);
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
  * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
- * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride)
- * adds rows/columns at the bottom/right.
+ * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (in each dim
+ * below the stride or the dilation, as in PyTorch) adds rows/columns at the bottom/right.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
@@ -3862,7 +3862,7 @@ YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt
                                          const int64_t *output_padding, int output_padding_len,
                                          int64_t groups, const int64_t *dilation, int dilation_len);
 
-/* ---- conv2d_backward_input (ops.yaml:2464) */
+/* ---- conv2d_backward_input (ops.yaml:2467) */
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
@@ -3876,7 +3876,7 @@ YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *we
                                            const int64_t *dilation, int dilation_len,
                                            int64_t groups);
 
-/* ---- conv2d_backward_weight (ops.yaml:2477) */
+/* ---- conv2d_backward_weight (ops.yaml:2480) */
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
@@ -3889,7 +3889,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
                                             const int64_t *dilation, int dilation_len,
                                             int64_t groups);
 
-/* ---- conv2d_backward_bias (ops.yaml:2490) */
+/* ---- conv2d_backward_bias (ops.yaml:2493) */
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
  * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
@@ -3898,7 +3898,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
 
-/* ---- max_pool2d_with_indices (ops.yaml:2504) */
+/* ---- max_pool2d_with_indices (ops.yaml:2507) */
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
  * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
@@ -3926,7 +3926,7 @@ YT_API yt_status yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *k
                                                int dilation_len, bool ceil_mode, yt_tensor **values,
                                                yt_tensor **indices);
 
-/* ---- max_pool2d (ops.yaml:2524) */
+/* ---- max_pool2d (ops.yaml:2527) */
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
  * 2-D max pooling (max_pool2d_with_indices without the indices).
@@ -3944,7 +3944,7 @@ YT_API yt_tensor *yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, const int64_t *dilation, int dilation_len,
                                    bool ceil_mode);
 
-/* ---- layer_norm (ops.yaml:2544) */
+/* ---- layer_norm (ops.yaml:2547) */
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
  * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
@@ -3964,7 +3964,7 @@ YT_API yt_tensor *yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_s
                                    int normalized_shape_len, yt_tensor *weight, yt_tensor *bias,
                                    double eps, bool cudnn_enable);
 
-/* ---- group_norm (ops.yaml:2567) */
+/* ---- group_norm (ops.yaml:2570) */
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
  * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
@@ -3984,7 +3984,7 @@ YT_API yt_tensor *yt_group_norm(yt_tensor *input, int64_t num_groups);
 YT_API yt_tensor *yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight,
                                    yt_tensor *bias, double eps, bool cudnn_enabled);
 
-/* ---- rms_norm (ops.yaml:2597) */
+/* ---- rms_norm (ops.yaml:2600) */
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
  * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
@@ -4003,7 +4003,7 @@ YT_API yt_tensor *yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
 YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
                                  int normalized_shape_len, yt_tensor *weight, const double *eps);
 
-/* ---- batch_norm (ops.yaml:2618) */
+/* ---- batch_norm (ops.yaml:2621) */
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
  * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
@@ -4019,7 +4019,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
                                 yt_tensor *running_mean, yt_tensor *running_var, bool training,
                                 double momentum, double eps, bool cudnn_enabled);
 
-/* ---- row_norm (ops.yaml:2656) */
+/* ---- row_norm (ops.yaml:2659) */
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
  * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
@@ -4030,7 +4030,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
 YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
                               double eps);
 
-/* ---- batch_norm_training (ops.yaml:2683) */
+/* ---- batch_norm_training (ops.yaml:2686) */
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
  * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
@@ -4045,7 +4045,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
                                          yt_tensor *running_mean, yt_tensor *running_var,
                                          double momentum, double eps);
 
-/* ---- row_norm_backward_input (ops.yaml:2716) */
+/* ---- row_norm_backward_input (ops.yaml:2719) */
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
@@ -4054,7 +4054,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
 YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
 
-/* ---- row_norm_backward_weight (ops.yaml:2727) */
+/* ---- row_norm_backward_weight (ops.yaml:2730) */
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
@@ -4064,7 +4064,7 @@ YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *inp
 YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
                                               double eps);
 
-/* ---- row_norm_backward_bias (ops.yaml:2739) */
+/* ---- row_norm_backward_bias (ops.yaml:2742) */
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
@@ -4072,7 +4072,7 @@ YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *in
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- row_norm_backward (ops.yaml:2750) */
+/* ---- row_norm_backward (ops.yaml:2753) */
 
 /* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the
@@ -4086,7 +4086,7 @@ YT_API yt_status yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_
                                       bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                       yt_tensor **d_bias);
 
-/* ---- row_norm_double_backward_input (ops.yaml:2762) */
+/* ---- row_norm_double_backward_input (ops.yaml:2765) */
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4096,7 +4096,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
                                                     yt_tensor *input, yt_tensor *weight,
                                                     bool center, double eps);
 
-/* ---- row_norm_double_backward_grad_out (ops.yaml:2773) */
+/* ---- row_norm_double_backward_grad_out (ops.yaml:2776) */
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4106,7 +4106,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
 YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                        yt_tensor *weight, bool center, double eps);
 
-/* ---- batch_norm_backward_input (ops.yaml:2784) */
+/* ---- batch_norm_backward_input (ops.yaml:2787) */
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
@@ -4116,7 +4116,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tenso
 YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                                yt_tensor *weight, double eps);
 
-/* ---- batch_norm_backward_weight (ops.yaml:2795) */
+/* ---- batch_norm_backward_weight (ops.yaml:2798) */
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
@@ -4125,7 +4125,7 @@ YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
 
-/* ---- batch_norm_backward_bias (ops.yaml:2807) */
+/* ---- batch_norm_backward_bias (ops.yaml:2810) */
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
@@ -4133,7 +4133,7 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_backward (ops.yaml:2818) */
+/* ---- batch_norm_backward (ops.yaml:2821) */
 
 /* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and
@@ -4147,7 +4147,7 @@ YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, y
                                         bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                         yt_tensor **d_bias);
 
-/* ---- batch_norm_backward_bias_backward (ops.yaml:2830) */
+/* ---- batch_norm_backward_bias_backward (ops.yaml:2833) */
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
  * Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.
@@ -4156,7 +4156,7 @@ YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, y
 YT_API yt_tensor *yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
                                                        int sizes_len);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:2842) */
+/* ---- batch_norm_double_backward_input (ops.yaml:2845) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4166,7 +4166,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:2853) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:2856) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4176,7 +4176,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- softmax.int (ops.yaml:2867) */
+/* ---- softmax.int (ops.yaml:2870) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -4193,7 +4193,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:2885) */
+/* ---- log_softmax.int (ops.yaml:2888) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -4208,7 +4208,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:2903) */
+/* ---- softmax_backward_data (ops.yaml:2906) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -4216,7 +4216,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:2920) */
+/* ---- log_softmax_backward_data (ops.yaml:2923) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -4225,7 +4225,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:2937) */
+/* ---- softmax_double_backward (ops.yaml:2940) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -4234,7 +4234,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:2945) */
+/* ---- log_softmax_double_backward (ops.yaml:2948) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -4243,7 +4243,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:2953) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2956) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -4253,7 +4253,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:2964) */
+/* ---- dropout (ops.yaml:2967) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -4270,7 +4270,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:2977) */
+/* ---- mse_loss (ops.yaml:2980) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -4285,7 +4285,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:2992) */
+/* ---- l1_loss (ops.yaml:2995) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -4300,7 +4300,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:3007) */
+/* ---- smooth_l1_loss (ops.yaml:3010) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -4318,7 +4318,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:3023) */
+/* ---- huber_loss (ops.yaml:3026) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -4336,7 +4336,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:3038) */
+/* ---- binary_cross_entropy (ops.yaml:3041) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -4358,7 +4358,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:3055) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:3058) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -4381,7 +4381,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:3071) */
+/* ---- nll_loss (ops.yaml:3074) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -4403,7 +4403,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:3094) */
+/* ---- cross_entropy_loss (ops.yaml:3097) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -4428,7 +4428,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:3124) */
+/* ---- cross_entropy_index (ops.yaml:3127) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -4449,7 +4449,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:3144) */
+/* ---- cross_entropy_index_backward (ops.yaml:3147) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -4461,7 +4461,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- scaled_dot_product_attention (ops.yaml:3155) */
+/* ---- scaled_dot_product_attention (ops.yaml:3158) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -4486,7 +4486,7 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- scaled_dot_product_attention_math (ops.yaml:3184) */
+/* ---- scaled_dot_product_attention_math (ops.yaml:3187) */
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
  * The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @
@@ -4500,7 +4500,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tenso
                                                       yt_tensor *value, double scale,
                                                       yt_tensor **output, yt_tensor **attn);
 
-/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3208) */
+/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3211) */
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
  * The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the
@@ -4514,7 +4514,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math_backward(
     double scale, bool query_grad, bool key_grad, bool value_grad, yt_tensor **d_query,
     yt_tensor **d_key, yt_tensor **d_value);
 
-/* ---- empty (ops.yaml:3224) */
+/* ---- empty (ops.yaml:3227) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -4529,7 +4529,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:3238) */
+/* ---- zeros (ops.yaml:3241) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -4544,7 +4544,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:3246) */
+/* ---- ones (ops.yaml:3249) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -4559,7 +4559,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:3254) */
+/* ---- full (ops.yaml:3257) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -4577,7 +4577,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:3266) */
+/* ---- empty_like (ops.yaml:3269) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -4594,7 +4594,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:3279) */
+/* ---- zeros_like (ops.yaml:3282) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -4602,7 +4602,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:3286) */
+/* ---- ones_like (ops.yaml:3289) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -4617,7 +4617,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:3298) */
+/* ---- full_like (ops.yaml:3301) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -4634,7 +4634,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:3309) */
+/* ---- arange (ops.yaml:3312) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -4652,7 +4652,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:3317) */
+/* ---- linspace (ops.yaml:3320) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -4668,7 +4668,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:3329) */
+/* ---- eye (ops.yaml:3332) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -4683,7 +4683,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:3340) */
+/* ---- eye.m (ops.yaml:3343) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -4698,7 +4698,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:3351) */
+/* ---- rand (ops.yaml:3354) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -4714,7 +4714,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:3362) */
+/* ---- randn (ops.yaml:3365) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -4730,7 +4730,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:3373) */
+/* ---- rand_like (ops.yaml:3376) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4747,7 +4747,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:3383) */
+/* ---- randn_like (ops.yaml:3386) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4764,7 +4764,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:3393) */
+/* ---- randint (ops.yaml:3396) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -4780,7 +4780,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:3404) */
+/* ---- randint.low (ops.yaml:3407) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -4796,7 +4796,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:3414) */
+/* ---- randperm (ops.yaml:3417) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -4812,7 +4812,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:3425) */
+/* ---- bernoulli (ops.yaml:3428) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -4829,7 +4829,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:3432) */
+/* ---- bernoulli.p (ops.yaml:3435) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -4863,7 +4863,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:3443) */
+/* ---- normal (ops.yaml:3446) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -4897,7 +4897,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:3455) */
+/* ---- uniform (ops.yaml:3458) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -4931,7 +4931,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- maybe_multiply (ops.yaml:3468) */
+/* ---- maybe_multiply (ops.yaml:3471) */
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
  * `self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta,
@@ -4940,7 +4940,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
 
-/* ---- sum_to (ops.yaml:3479) */
+/* ---- sum_to (ops.yaml:3482) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -4948,7 +4948,7 @@ YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:3490) */
+/* ---- sum_backward (ops.yaml:3493) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -4957,7 +4957,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:3497) */
+/* ---- mean_backward (ops.yaml:3500) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -4966,7 +4966,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:3504) */
+/* ---- amax_backward (ops.yaml:3507) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -4975,7 +4975,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:3511) */
+/* ---- permute_backward (ops.yaml:3514) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -4983,7 +4983,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:3518) */
+/* ---- pow_backward (ops.yaml:3521) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -4991,7 +4991,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:3525) */
+/* ---- pow_backward_self (ops.yaml:3528) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -4999,7 +4999,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:3532) */
+/* ---- pow_backward_exponent (ops.yaml:3535) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -5008,7 +5008,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:3539) */
+/* ---- slice_backward (ops.yaml:3542) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -5018,7 +5018,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:3547) */
+/* ---- select_backward (ops.yaml:3550) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
