@@ -54,11 +54,22 @@ def default_samples(op: Op) -> list[dict]:
     return []
 
 
-def _tensor_spec(name, spec, optional=False):
+def _tensor_spec(name, spec, optional=False, no_grad=False):
     shape = spec["shape"]
     return {"name": name, "dim": len(shape), "sizes": shape or [0], "dtype": C_DTYPE[spec.get("dtype", "f64")],
             "transpose": bool(spec.get("transpose")), "high": int(spec.get("high", 0)),
-            "optional": optional}
+            "optional": optional, "no_grad": no_grad or bool(spec.get("no_grad"))}
+
+
+def non_differentiable(op: Op) -> list:
+    """Arguments derivatives.yaml marks `ARG: non_differentiable`."""
+    return list(op.derivative.non_differentiable) if op.derivative is not None else []
+
+
+def refusal_message(op: Op, arg: str) -> str:
+    """How an op refuses a non-differentiable argument that requires grad (lower.py's refusals;
+    composites that refuse one by hand write the same)."""
+    return f"{op.schema.name}: {arg} requires grad, but {op.schema.name} is not differentiable with respect to {arg}"
 
 
 class CaseBuilder:
@@ -257,7 +268,8 @@ class CaseBuilder:
             f"int64_t n = {e2[:-1]}, pieces, 0);",
             "return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */"]))
         self.errors.append({"op": op.schema.full_name, "what": f"{op.loc}: out_capacity below the count",
-                            "inputs": specs, "call": err, "code": "YT_ERR_VALUE", "prefix": f"{op.schema.name}: "})
+                            "inputs": specs, "call": err, "code": "YT_ERR_VALUE", "prefix": f"{op.schema.name}: ",
+                            "requires_grad": False})
 
     def add_multi_case(self, lo, sample, si, specs, k, fn_full):
         op = lo.op
@@ -297,7 +309,26 @@ class CaseBuilder:
             "domain": f'"{op.domain}"' if op.domain else "NULL",
         })
 
-    def add_error(self, op, sample, what, code, fn):
+    def add_refusals(self, op, samples, fn):
+        """One error case per non-differentiable argument (derivatives.yaml's, or a sample's
+        `no_grad` tensor): the first sample that gives it, with it requiring grad, is refused."""
+        refused = non_differentiable(op)
+        names = list(refused)
+        for sample in samples:
+            names += [t for t, v in sample.items() if isinstance(v, dict) and v.get("no_grad") and t not in names]
+        for t in names:
+            sample = next((x for x in samples if isinstance(x.get(t), dict) and (t in refused or x[t].get("no_grad"))
+                           and x[t].get("dtype", "f64") in DTYPE_SETS["floating"]), None)
+            if sample is None:
+                raise SpecError(op.samples_loc, f"{op.schema.full_name}: no sample gives '{t}' a floating tensor, "
+                                "and the test of its refusal when it requires grad needs one")
+            # only `t` requires grad: the refusal must not depend on the other inputs
+            sample = {k: (dict(v, no_grad=False) if isinstance(v, dict) and k != t else v) for k, v in sample.items()}
+            sample[t] = dict(sample[t], no_grad=True)
+            self.add_error(op, sample, f"{op.loc}: {t} requires grad", "YT_ERR_VALUE", fn,
+                           prefix=refusal_message(op, t), requires_grad=True)
+
+    def add_error(self, op, sample, what, code, fn, prefix=None, requires_grad=False):
         tensors = [a.name for a in op.schema.tensor_args]
         sample = {k: ({"shape": v} if op.schema.arg(k).kind == "tensor" and isinstance(v, list) else v)
                   for k, v in sample.items()}
@@ -314,8 +345,12 @@ class CaseBuilder:
         else:
             decls, expr = self.call_expr(op, sample, fn)
             self.define(_case_fn(call, decls, [f"return {expr};"]))
+        if requires_grad:  # only the refused argument is marked; the test makes it require grad
+            specs = [dict(x, no_grad=x["name"] in sample and isinstance(sample[x["name"]], dict)
+                          and bool(sample[x["name"]].get("no_grad"))) for x in specs]
         self.errors.append({"op": op.schema.full_name, "what": what, "inputs": specs, "call": call,
-                            "code": code, "prefix": f"{op.schema.name}: "})
+                            "code": code, "prefix": prefix or f"{op.schema.name}: ", "requires_grad": requires_grad,
+                            "domain": f'"{op.domain}"' if op.domain else "NULL"})
 
     def add_errors(self, lo, fn):
         op = lo.op
@@ -324,6 +359,7 @@ class CaseBuilder:
         samples = default_samples(op)
         if not samples:
             return
+        self.add_refusals(op, samples, fn)
         base = samples[0]
         for a in op.schema.args:
             if a.kind == "str":  # a value outside its choices
@@ -367,9 +403,10 @@ def _present(op: Op, sample: dict) -> list:
 def _specs(op: Op, sample: dict) -> list:
     """The case's input tensors in C order: tensors the sample gives, Tensor[] elements in turn."""
     out = []
+    refused = non_differentiable(op)
     for a in op.schema.args:
         if a.kind == "tensor" and sample.get(a.name) is not None:
-            out.append(_tensor_spec(a.name, sample[a.name], a.optional))
+            out.append(_tensor_spec(a.name, sample[a.name], a.optional, a.name in refused))
         elif a.kind == "tensorlist":
             out += [_tensor_spec(a.name, x, a.elem_optional) for x in sample.get(a.name) or [] if x is not None]
     return out

@@ -33,8 +33,10 @@ class Lowered:
         self.node = self.lowering.node_desc()
         self.pointwise = self.lowering.pointwise_kernel()
         d = op.derivative
-        self.md_derivative = "; ".join(f"`{f.input}: {f.source}`" for f in d.formulas) if d and d.formulas else \
-            ("not differentiable" if d and d.not_differentiable else "")
+        parts = [f"`{f.input}: {f.source}`" for f in d.formulas] if d else []
+        parts += [f"`{t}`: not differentiable (refused when it requires grad)"
+                  for t in (d.non_differentiable if d else [])]
+        self.md_derivative = "; ".join(parts) if parts else ("not differentiable" if d and d.not_differentiable else "")
         self.md_derivative_loc = f"derivatives.yaml:{d.loc.line}" if d else ""
 
 

@@ -328,6 +328,15 @@ class OpLowering:
         b(f"else if ({a.name} != NULL)" if guard else "else")
         b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} must be one of {listed}, got '%s'", [a.name])
 
+    def refusals(self, b: Body, variant: str):
+        """`ARG: non_differentiable` (derivatives.yaml): such an argument that requires grad while
+        grad mode is on is refused, as PyTorch refuses it, instead of getting no gradient silently."""
+        d = self.op.derivative
+        for t in d.non_differentiable if d is not None else []:
+            b(f"if (yt__any_requires_grad(1, &{t}))")
+            b.ret_fail(self.fail, "YT_ERR_VALUE", f"{self.msg_name(variant)}: {t} requires grad, but {self.s.name} "
+                       f"is not differentiable with respect to {t}")
+
     # -- the shared prologue: validation, shape, dtype
     def prologue(self, b: Body, variant: str, status: bool):
         op, s = self.op, self.s
@@ -653,6 +662,7 @@ class OpLowering:
         op = self.op
         b = Body()
         self.prologue(b, "function", False)
+        self.refusals(b, "function")
         if op.impl in ("view", "composite"):
             self.checks(b, "function")
             if op.impl == "composite":
@@ -707,6 +717,7 @@ class OpLowering:
         for r in rs:
             b(f"*{r} = NULL;")
         self.prologue(b, "function", True)
+        self.refusals(b, "function")
         if op.impl == "composite":
             self.checks(b, "function")
             b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
@@ -758,6 +769,7 @@ class OpLowering:
                    f"{name}: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
                    ["(long long)out_capacity"])
         self.prologue(b, "function", "count")
+        self.refusals(b, "function")
         self.checks(b, "function")
         b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
         b(f"int64_t count = {op.impl_fn}({', '.join(c_args(op) + ['out', 'out_capacity'])});")
@@ -845,6 +857,7 @@ class OpLowering:
     def body_inplace(self) -> list:
         b = Body()
         self.prologue(b, "inplace", True)
+        self.refusals(b, "inplace")
         self.dtype_lines(b)
         self.checks(b, "inplace")
         self.shape_lines(b, "inplace")
@@ -915,6 +928,13 @@ class OpLowering:
         else:
             kind = {"view": "a view sharing self's storage", "composite": "a new reference"}.get(op.impl, "a new tensor")
             lines.append(f"Returns: {kind} (new reference), or NULL with yt_errcode() set.")
+        d = op.derivative
+        refused = [t for t in (d.non_differentiable if d is not None and variant != "out" else [])
+                   if ex or not self.has_defaults or not s.arg(t).has_default]  # a parameter of this function
+        if refused:
+            lines += textwrap.wrap(f"Not differentiable with respect to {', '.join(refused)}: YT_ERR_VALUE when "
+                                   f"{'it requires' if len(refused) == 1 else 'one of them requires'} grad and grad "
+                                   "mode is on.", DOC_WIDTH)
         lines.append("Arguments are borrowed. A NULL tensor argument gives " +
                      ("NULL" if variant == "function" and not s.multi and not s.returns_list else
                       "-1" if s.returns_list else "its error code") +
@@ -1017,6 +1037,7 @@ class OpLowering:
             "fused": self.fused.c_lines if self.fused else None,
             "fused_partial": self.fused.partial if self.fused else False,
             "fused_source": op.derivative.fused.source if op.derivative.fused else None,
+            "non_differentiable": list(op.derivative.non_differentiable),
             "fields": fields,
             "uses_node_in_backward": True,
             "record_params": record_params,

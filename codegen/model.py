@@ -208,6 +208,10 @@ class Derivative:
     # used when the backward does not record a graph (fused:)
     fused: Optional[Formula] = None
     not_differentiable: bool = False
+    # tensor arguments written `ARG: non_differentiable`: the op refuses them when they require
+    # grad with grad mode on (PyTorch's "not differentiable with respect to argument"), and records
+    # no edge for them
+    non_differentiable: list = field(default_factory=list)
     # per result: whether it gets a gradient (output_differentiability:; default: every result
     # except those whose result_dtype is fixed to a non-floating dtype)
     output_differentiability: Optional[list] = None

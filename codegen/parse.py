@@ -529,9 +529,11 @@ def _tensor_sample(val, loc: Loc, fn: str, k: str) -> dict:
     spec = {"shape": val} if isinstance(val, list) else val
     if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list) or \
             not all(isinstance(x, int) and x >= 0 for x in spec["shape"]) or \
-            set(spec) - {"shape", "dtype", "transpose", "high"}:
+            set(spec) - {"shape", "dtype", "transpose", "high", "no_grad"}:
         raise SpecError(loc, f"{fn}: tensor sample '{k}' must be a size list or "
-                        "{shape: [...], dtype: NAME, transpose: BOOL}")
+                        "{shape: [...], dtype: NAME, transpose: BOOL, high: N, no_grad: BOOL}")
+    if "no_grad" in spec and not isinstance(spec["no_grad"], bool):
+        raise SpecError(loc, f"{fn}: 'no_grad' of tensor sample '{k}' must be true or false")
     if "high" in spec and (not isinstance(spec["high"], int) or spec["high"] < 1
                            or spec.get("dtype", "f64") not in ("i64", "i32", "u8", "i8", "i16")):
         raise SpecError(loc, f"{fn}: 'high' (values drawn from [0, high)) needs an integer "
@@ -568,6 +570,8 @@ def _parse_sample(node: Node, schema: Schema, choices: dict) -> dict:
             if not isinstance(val, list):
                 raise SpecError(v.loc, f"{fn}: sample of '{k}' must be a list of tensors (size lists or mappings)")
             out[k] = [None if x is None and a.elem_optional else _tensor_sample(x, v.loc, fn, k) for x in val]
+            if any(x is not None and x.get("no_grad") for x in out[k]):
+                raise SpecError(v.loc, f"{fn}: 'no_grad' applies to Tensor arguments, not to elements of '{k}'")
             continue
         if a.kind == "tensor":
             out[k] = _tensor_sample(val, v.loc, fn, k)
@@ -688,19 +692,27 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
                                 + _closest(k, [b.name for b in op.schema.args]))
             if a.kind not in ("tensor", "tensorlist"):
                 raise SpecError(v.key_loc, f"{schema.full_name}: '{k}' is not a tensor argument; only tensors get gradients")
+            if isinstance(v.value, str) and v.value.strip() == "non_differentiable":
+                _non_differentiable(op, a, v)
+                d.non_differentiable.append(k)
+                continue
             if not isinstance(v.value, str) or not v.value.strip():
                 raise SpecError(v.loc, f"{schema.full_name}: formula for '{k}' must be an expression string")
             d.formulas.append(Formula(k, v.value.strip(), v.loc))
-        if d.not_differentiable and (d.formulas or d.fused):
+        if d.not_differentiable and (d.formulas or d.fused or d.non_differentiable):
             raise SpecError(name_node.loc, f"{schema.full_name}: not_differentiable entries take no formulas")
         if d.fused and not d.formulas:
             raise SpecError(d.fused.loc, f"{schema.full_name}: fused needs the per-input formulas too "
                             "(they run when the backward records a graph)")
-        if not d.not_differentiable and not d.formulas:
+        if op.impl == "composite" and (d.formulas or d.fused):
+            first = d.formulas[0] if d.formulas else d.fused
+            raise SpecError(first.loc, f"{schema.full_name}: a composite op is differentiated through the ops it "
+                            "calls; its entry may only mark arguments non_differentiable")
+        if not d.not_differentiable and not d.formulas and not d.non_differentiable:
             raise SpecError(name_node.loc, f"{schema.full_name}: no formulas (mark it not_differentiable: true if intended)")
-        given = [f.input for f in d.formulas]
+        given = [f.input for f in d.formulas] + d.non_differentiable
         for t in _grad_tensors(op):
-            if d.formulas and t not in given:
+            if op.impl != "composite" and (d.formulas or d.non_differentiable) and t not in given:
                 raise SpecError(name_node.loc, f"{schema.full_name}: no formula for tensor argument '{t}' "
                                 "(its gradient would be silently dropped)")
         op.derivative = d
@@ -708,6 +720,17 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
         if op.derivative is None and op.impl != "composite" and _grad_tensors(op):
             raise SpecError(op.loc, f"{op.schema.full_name}: differentiable op has no entry in {file} "
                             "(add formulas, or an entry with not_differentiable: true)")
+
+
+def _non_differentiable(op: Op, a: Arg, v: Node) -> None:
+    """Validates `ARG: non_differentiable`: a plain Tensor argument that can require grad."""
+    fn = op.schema.full_name
+    if a.kind != "tensor":
+        raise SpecError(v.loc, f"{fn}: non_differentiable applies to Tensor arguments, and '{a.name}' is a "
+                        f"{a.type_text}")
+    if a.name not in _grad_tensors(op):
+        raise SpecError(v.loc, f"{fn}: '{a.name}' cannot require grad (dtypes: {', '.join(op.dtypes[a.name])}), so "
+                        "marking it non_differentiable says nothing")
 
 
 def _grad_tensors(op: Op) -> list[str]:

@@ -75,6 +75,9 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
             continue
         value = sample[a.name] if a.name in sample else a.default
         locals_.append(f"{py_name(a.name)} = {_py_value(a, value)}")
+    # tensors that never require grad: the op refuses them when they do (a refusal job checks it)
+    refused = op.derivative.non_differentiable if op.derivative is not None else []
+    no_grad = [n in refused or bool(spec.get("no_grad")) for n, spec in zip(names, specs)]
     is_free = ["dtype" not in spec for spec in specs]
     owners = [n.rsplit("_", 1)[0] if op.schema.arg(n) is None else n for n in names]
     free = [o for o, f in zip(owners, is_free) if f]
@@ -86,6 +89,8 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
         "where": where,
         "tensors": [py_name(n) for n in names],
         "free": is_free,
+        "no_grad": no_grad,
+        "empty": any(0 in spec["shape"] for spec in specs),
         "dtypes": dtypes,
         "random": not op.deterministic_samples and any(a.kind == "generator" for a in op.schema.args),
         "locals": locals_,

@@ -8788,28 +8788,27 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * backward, from derivatives.yaml:576:
+ * backward, from derivatives.yaml:582:
  *   input: batch_norm_backward_input(grad, input, weight, eps)
  *   weight: batch_norm_backward_weight(grad, input, eps)
  *   bias: batch_norm_backward_bias(grad)
- *   running_mean: zeros_like(batch_norm_backward_bias(grad))
- *   running_var: zeros_like(batch_norm_backward_bias(grad))
+ *   running_mean: non_differentiable (refused when it requires grad; no edge)
+ *   running_var: non_differentiable (refused when it requires grad; no edge)
  *   fused (when no graph is recorded): batch_norm_backward(grad, input, weight, eps, needs_grad(input), needs_grad(weight), needs_grad(bias))
  */
 typedef struct batch_norm_training_node {
     yt_node base;    /* must be first */
-    yt_saved input;  /* used by: input, weight, bias, running_mean, running_var */
-    yt_saved weight; /* used by: input, weight, bias, running_mean, running_var */
-    double eps;      /* used by: input, weight, bias, running_mean, running_var */
+    yt_saved input;  /* used by: input, weight, bias */
+    yt_saved weight; /* used by: input, weight, bias */
+    double eps;      /* used by: input, weight, bias */
 } batch_norm_training_node;
 
 static yt_status
 batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 {
     batch_norm_training_node *node = (batch_norm_training_node *)node_;
-    bool fused_ran = false;
 
-    if (yt__tls.grad_disabled) { /* no graph to record: these gradients from one call */
+    if (yt__tls.grad_disabled) { /* no graph to record: every gradient from one call */
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
         yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
         yt_tensor *fused[3] = {NULL, NULL, NULL};
@@ -8832,10 +8831,10 @@ batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
             out[2] = fused[2];
         else
             yt_release(fused[2]);
-        fused_ran = true;
+        return YT_OK;
     }
 
-    if (!fused_ran && node->base.needs_grad[0]) {
+    if (node->base.needs_grad[0]) {
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
         yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
         out[0] = yt_batch_norm_backward_input(grads[0], input, weight, node->eps);
@@ -8845,7 +8844,7 @@ batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
             return yt__last_status();
     }
 
-    if (!fused_ran && node->base.needs_grad[1]) {
+    if (node->base.needs_grad[1]) {
         yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
         out[1] = yt_batch_norm_backward_weight(grads[0], input, node->eps);
         yt_release(input);
@@ -8853,25 +8852,9 @@ batch_norm_training_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
             return yt__last_status();
     }
 
-    if (!fused_ran && node->base.needs_grad[2]) {
+    if (node->base.needs_grad[2]) {
         out[2] = yt_batch_norm_backward_bias(grads[0]);
         if (out[2] == NULL)
-            return yt__last_status();
-    }
-
-    if (node->base.needs_grad[3]) {
-        yt_tensor *t0 = yt_batch_norm_backward_bias(grads[0]);
-        out[3] = yt_zeros_like(t0);
-        yt_release(t0);
-        if (out[3] == NULL)
-            return yt__last_status();
-    }
-
-    if (node->base.needs_grad[4]) {
-        yt_tensor *t0 = yt_batch_norm_backward_bias(grads[0]);
-        out[4] = yt_zeros_like(t0);
-        yt_release(t0);
-        if (out[4] == NULL)
             return yt__last_status();
     }
     return YT_OK;
@@ -8895,8 +8878,7 @@ static const yt_node_kind batch_norm_training_node_kind = {
 
 yt_status
 yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
-                               yt_tensor *bias, yt_tensor *running_mean, yt_tensor *running_var,
-                               double eps)
+                               yt_tensor *bias, double eps)
 {
     batch_norm_training_node *node =
         (batch_norm_training_node *)yt__node_new(&batch_norm_training_node_kind, 5, 1);
@@ -8906,15 +8888,11 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
     yt__node_set_edge(&node->base, 0, input);
     yt__node_set_edge(&node->base, 1, weight);
     yt__node_set_edge(&node->base, 2, bias);
-    yt__node_set_edge(&node->base, 3, running_mean);
-    yt__node_set_edge(&node->base, 4, running_var);
     if (status == YT_OK &&
-        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2] ||
-         node->base.needs_grad[3] || node->base.needs_grad[4]))
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
         status = yt__saved_init(&node->input, input, false, 0);
     if (status == YT_OK &&
-        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2] ||
-         node->base.needs_grad[3] || node->base.needs_grad[4]))
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
         status = yt__saved_init(&node->weight, weight, false, 0);
     node->eps = eps;
     if (status == YT_OK)
@@ -8924,7 +8902,7 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:590:
+ * backward, from derivatives.yaml:596:
  *   grad_out: row_norm_double_backward_grad_out(grad, input, weight, center, eps)
  *   input: row_norm_double_backward_input(grad, grad_out, input, weight, center, eps)
  *   weight: row_norm_backward_bias(grad_out * row_norm_backward_input(grad, input, None, center, eps))
@@ -9028,7 +9006,7 @@ yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_te
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:595:
+ * backward, from derivatives.yaml:601:
  *   grad_out: row_norm(input, grad, None, center, eps)
  *   input: row_norm_backward_input(grad_out, input, grad, center, eps)
  */
@@ -9105,7 +9083,7 @@ yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_t
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:599:
+ * backward, from derivatives.yaml:605:
  *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
  */
 typedef struct row_norm_backward_bias_node {
@@ -9159,7 +9137,7 @@ yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * backward, from derivatives.yaml:605:
+ * backward, from derivatives.yaml:611:
  *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
  *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
  *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
@@ -9259,7 +9237,7 @@ yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * backward, from derivatives.yaml:610:
+ * backward, from derivatives.yaml:616:
  *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
  *   input: batch_norm_backward_input(grad_out, input, grad, eps)
  */
@@ -9334,7 +9312,7 @@ yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:602:
+ * backward, from derivatives.yaml:608:
  *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
  */
 typedef struct batch_norm_backward_bias_node {
@@ -9387,7 +9365,7 @@ yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:617:
+ * backward, from derivatives.yaml:623:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -9444,7 +9422,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:620:
+ * backward, from derivatives.yaml:626:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -9501,7 +9479,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:623:
+ * backward, from derivatives.yaml:629:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9576,7 +9554,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:627:
+ * backward, from derivatives.yaml:633:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9651,15 +9629,15 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:634:
+ * backward, from derivatives.yaml:654:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
- *   weight: zeros_like(weight)
+ *   weight: non_differentiable (refused when it requires grad; no edge)
  */
 typedef struct cross_entropy_index_node {
     yt_node base;           /* must be first */
     yt_saved self;          /* used by: self */
     yt_saved target;        /* used by: self */
-    yt_saved weight;        /* used by: self, weight */
+    yt_saved weight;        /* used by: self */
     const char *reduction;  /* used by: self */
     int64_t ignore_index;   /* used by: self */
     double label_smoothing; /* used by: self */
@@ -9680,14 +9658,6 @@ cross_entropy_index_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
         yt_release(target);
         yt_release(self);
         if (out[0] == NULL)
-            return yt__last_status();
-    }
-
-    if (node->base.needs_grad[2]) {
-        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
-        out[2] = yt_zeros_like(weight);
-        yt_release(weight);
-        if (out[2] == NULL)
             return yt__last_status();
     }
     return YT_OK;
@@ -9721,12 +9691,11 @@ yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *ta
         return yt_errcode();
     yt_status status = YT_OK;
     yt__node_set_edge(&node->base, 0, self);
-    yt__node_set_edge(&node->base, 2, weight);
     if (status == YT_OK && (node->base.needs_grad[0]))
         status = yt__saved_init(&node->self, self, false, 0);
     if (status == YT_OK && (node->base.needs_grad[0]))
         status = yt__saved_init(&node->target, target, false, 0);
-    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+    if (status == YT_OK && (node->base.needs_grad[0]))
         status = yt__saved_init(&node->weight, weight, false, 0);
     node->reduction = reduction;
     node->ignore_index = ignore_index;
@@ -9738,7 +9707,7 @@ yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *ta
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * backward, from derivatives.yaml:652:
+ * backward, from derivatives.yaml:672:
  *   query: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1), key) * scale
  *   key: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1).transpose(-2, -1), query) * scale
  *   value: matmul(softmax(matmul(query, key.transpose(-2, -1)) * scale, -1).transpose(-2, -1), grad_output)

@@ -244,8 +244,7 @@ YT_INTERNAL yt_status yt__record_row_norm(yt_tensor *result, yt_tensor *input, y
                                           yt_tensor *bias, bool center, double eps);
 YT_INTERNAL yt_status yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input,
                                                      yt_tensor *weight, yt_tensor *bias,
-                                                     yt_tensor *running_mean,
-                                                     yt_tensor *running_var, double eps);
+                                                     double eps);
 YT_INTERNAL yt_status yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out,
                                                          yt_tensor *input, yt_tensor *weight,
                                                          bool center, double eps);

@@ -12,7 +12,7 @@
 #endif
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:1951; backward from derivatives.yaml:474 */
+ * from ops.yaml:1957; backward from derivatives.yaml:474 */
 yt_tensor *
 yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -54,7 +54,7 @@ yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:1951; backward from derivatives.yaml:474 */
+ * from ops.yaml:1957; backward from derivatives.yaml:474 */
 yt_status
 yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -109,7 +109,7 @@ yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:1975; backward from derivatives.yaml:477 */
+ * from ops.yaml:1981; backward from derivatives.yaml:477 */
 yt_tensor *
 yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -117,7 +117,7 @@ yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:1975; backward from derivatives.yaml:477 */
+ * from ops.yaml:1981; backward from derivatives.yaml:477 */
 yt_tensor *
 yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source, yt_scalar alpha)
 {
@@ -171,7 +171,7 @@ yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *sourc
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:1975; backward from derivatives.yaml:477 */
+ * from ops.yaml:1981; backward from derivatives.yaml:477 */
 yt_status
 yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -179,7 +179,7 @@ yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:1975; backward from derivatives.yaml:477 */
+ * from ops.yaml:1981; backward from derivatives.yaml:477 */
 yt_status
 yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                     yt_tensor *source, yt_scalar alpha)
@@ -247,7 +247,7 @@ yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:1990; backward from derivatives.yaml:481 */
+ * from ops.yaml:1996; backward from derivatives.yaml:481 */
 yt_tensor *
 yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -297,7 +297,7 @@ yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:1990; backward from derivatives.yaml:481 */
+ * from ops.yaml:1996; backward from derivatives.yaml:481 */
 yt_status
 yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -360,7 +360,7 @@ yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2003; backward from derivatives.yaml:485 */
+ * from ops.yaml:2009; backward from derivatives.yaml:485 */
 yt_tensor *
 yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -368,7 +368,7 @@ yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2003; backward from derivatives.yaml:485 */
+ * from ops.yaml:2009; backward from derivatives.yaml:485 */
 yt_tensor *
 yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -410,7 +410,7 @@ yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2003; backward from derivatives.yaml:485 */
+ * from ops.yaml:2009; backward from derivatives.yaml:485 */
 yt_status
 yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -418,7 +418,7 @@ yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2003; backward from derivatives.yaml:485 */
+ * from ops.yaml:2009; backward from derivatives.yaml:485 */
 yt_status
 yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -474,7 +474,7 @@ yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2026; backward from derivatives.yaml:488 */
+ * from ops.yaml:2032; backward from derivatives.yaml:488 */
 yt_tensor *
 yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -523,7 +523,7 @@ yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2026; backward from derivatives.yaml:488 */
+ * from ops.yaml:2032; backward from derivatives.yaml:488 */
 yt_status
 yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -585,7 +585,7 @@ yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, y
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:2048; backward from derivatives.yaml:492 */
+ * from ops.yaml:2054; backward from derivatives.yaml:492 */
 yt_tensor *
 yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value)
 {
@@ -628,7 +628,7 @@ yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:2048; backward from derivatives.yaml:492 */
+ * from ops.yaml:2054; backward from derivatives.yaml:492 */
 yt_status
 yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                      yt_scalar value)
@@ -686,7 +686,7 @@ yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2060; backward from derivatives.yaml:495 */
+ * from ops.yaml:2066; backward from derivatives.yaml:495 */
 yt_tensor *
 yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -736,7 +736,7 @@ yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2060; backward from derivatives.yaml:495 */
+ * from ops.yaml:2066; backward from derivatives.yaml:495 */
 yt_status
 yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -799,7 +799,7 @@ yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *inde
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:2075; backward from derivatives.yaml:499 */
+ * from ops.yaml:2081; backward from derivatives.yaml:499 */
 yt_tensor *
 yt_embedding(yt_tensor *weight, yt_tensor *indices)
 {
@@ -807,7 +807,7 @@ yt_embedding(yt_tensor *weight, yt_tensor *indices)
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:2075; backward from derivatives.yaml:499 */
+ * from ops.yaml:2081; backward from derivatives.yaml:499 */
 yt_tensor *
 yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool scale_grad_by_freq,
                 bool sparse)
@@ -856,7 +856,7 @@ yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:2122 */
+ * from ops.yaml:2128 */
 yt_tensor *
 yt_one_hot(yt_tensor *self)
 {
@@ -864,7 +864,7 @@ yt_one_hot(yt_tensor *self)
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:2122 */
+ * from ops.yaml:2128 */
 yt_tensor *
 yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 {
@@ -880,7 +880,7 @@ yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 }
 
 /* nonzero(Tensor self) -> Tensor
- * from ops.yaml:2134 */
+ * from ops.yaml:2140 */
 yt_tensor *
 yt_nonzero(yt_tensor *self)
 {
@@ -893,7 +893,7 @@ yt_nonzero(yt_tensor *self)
 }
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
- * from ops.yaml:2146 */
+ * from ops.yaml:2152 */
 yt_tensor *
 yt_masked_select(yt_tensor *self, yt_tensor *mask)
 {
@@ -914,7 +914,7 @@ yt_masked_select(yt_tensor *self, yt_tensor *mask)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2160 */
+ * from ops.yaml:2166 */
 yt_tensor *
 yt_argsort(yt_tensor *self)
 {
@@ -922,7 +922,7 @@ yt_argsort(yt_tensor *self)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2160 */
+ * from ops.yaml:2166 */
 yt_tensor *
 yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 {
@@ -948,7 +948,7 @@ yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 }
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2176 */
+ * from ops.yaml:2182 */
 yt_tensor *
 yt_argsort_stable(yt_tensor *self, bool stable)
 {
@@ -956,7 +956,7 @@ yt_argsort_stable(yt_tensor *self, bool stable)
 }
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2176 */
+ * from ops.yaml:2182 */
 yt_tensor *
 yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
 {
@@ -983,7 +983,7 @@ yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
 }
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
- * from ops.yaml:2189 */
+ * from ops.yaml:2195 */
 yt_tensor *
 yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
 {
@@ -1007,7 +1007,7 @@ yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
 }
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
- * from ops.yaml:2203 */
+ * from ops.yaml:2209 */
 yt_tensor *
 yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values)
 {
@@ -1015,7 +1015,7 @@ yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_ten
 }
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
- * from ops.yaml:2203 */
+ * from ops.yaml:2209 */
 yt_tensor *
 yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values,
                 bool accumulate)
@@ -1048,7 +1048,7 @@ yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2217; backward from derivatives.yaml:511 */
+ * from ops.yaml:2223; backward from derivatives.yaml:511 */
 yt_status
 yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
 {
@@ -1056,7 +1056,7 @@ yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2217; backward from derivatives.yaml:511 */
+ * from ops.yaml:2223; backward from derivatives.yaml:511 */
 yt_status
 yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt_tensor **indices)
 {
@@ -1100,7 +1100,7 @@ yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2233; backward from derivatives.yaml:515 */
+ * from ops.yaml:2239; backward from derivatives.yaml:515 */
 yt_status
 yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tensor **indices)
 {
@@ -1108,7 +1108,7 @@ yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tenso
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2233; backward from derivatives.yaml:515 */
+ * from ops.yaml:2239; backward from derivatives.yaml:515 */
 yt_status
 yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descending,
                   yt_tensor **values, yt_tensor **indices)
@@ -1154,7 +1154,7 @@ yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descend
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * from ops.yaml:2245; backward from derivatives.yaml:519 */
+ * from ops.yaml:2251; backward from derivatives.yaml:519 */
 yt_status
 yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
 {
@@ -1162,7 +1162,7 @@ yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * from ops.yaml:2245; backward from derivatives.yaml:519 */
+ * from ops.yaml:2251; backward from derivatives.yaml:519 */
 yt_status
 yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted, yt_tensor **values,
            yt_tensor **indices)

@@ -843,6 +843,10 @@ yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
         return yt__fail(
             YT_ERR_SHAPE, "linear: input.size(-1)=%lld does not match weight.size(-1)=%lld",
             (long long)input->sizes[input->dim - 1], (long long)weight->sizes[weight->dim - 1]);
+    if (!((weight->dim == 2 || bias == NULL)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "linear: expected weight.dim == 2 or bias is None, got weight.dim=%d",
+                        weight->dim);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_linear(input, weight, bias);
     yt__scope_resume();

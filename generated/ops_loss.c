@@ -12,7 +12,7 @@
 #endif
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2972 */
+ * from ops.yaml:2980 */
 yt_tensor *
 yt_mse_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -20,7 +20,7 @@ yt_mse_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2972 */
+ * from ops.yaml:2980 */
 yt_tensor *
 yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -56,7 +56,7 @@ yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2987 */
+ * from ops.yaml:2995 */
 yt_tensor *
 yt_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -64,7 +64,7 @@ yt_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2987 */
+ * from ops.yaml:2995 */
 yt_tensor *
 yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -100,7 +100,7 @@ yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3002 */
+ * from ops.yaml:3010 */
 yt_tensor *
 yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -108,7 +108,7 @@ yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3002 */
+ * from ops.yaml:3010 */
 yt_tensor *
 yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double beta)
 {
@@ -146,7 +146,7 @@ yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, 
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3018 */
+ * from ops.yaml:3026 */
 yt_tensor *
 yt_huber_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -154,7 +154,7 @@ yt_huber_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3018 */
+ * from ops.yaml:3026 */
 yt_tensor *
 yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double delta)
 {
@@ -191,7 +191,7 @@ yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, doub
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3033 */
+ * from ops.yaml:3041 */
 yt_tensor *
 yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 {
@@ -199,7 +199,7 @@ yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3033 */
+ * from ops.yaml:3041 */
 yt_tensor *
 yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                            const char *reduction)
@@ -239,6 +239,10 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight
     if (weight != NULL && weight->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "binary_cross_entropy: weight is on %s but self is on %s",
                         yt_device_name(weight->device), yt_device_name(self->device));
+    if (yt__any_requires_grad(1, &weight))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight");
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_binary_cross_entropy(self, target, weight, reduction);
     yt__scope_resume();
@@ -246,7 +250,7 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3050 */
+ * from ops.yaml:3058 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 {
@@ -254,7 +258,7 @@ yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3050 */
+ * from ops.yaml:3058 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                        yt_tensor *pos_weight, const char *reduction)
@@ -310,6 +314,14 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_te
         return yt__fail(YT_ERR_DEVICE,
                         "binary_cross_entropy_with_logits: pos_weight is on %s but self is on %s",
                         yt_device_name(pos_weight->device), yt_device_name(self->device));
+    if (yt__any_requires_grad(1, &weight))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight");
+    if (yt__any_requires_grad(1, &pos_weight))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight");
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result =
         yt__composite_binary_cross_entropy_with_logits(self, target, weight, pos_weight, reduction);
@@ -318,7 +330,7 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_te
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3066 */
+ * from ops.yaml:3074 */
 yt_tensor *
 yt_nll_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -326,7 +338,7 @@ yt_nll_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3066 */
+ * from ops.yaml:3074 */
 yt_tensor *
 yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char *reduction,
                int64_t ignore_index)
@@ -366,6 +378,10 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char
     if (weight != NULL && weight->dtype != self->dtype)
         return yt__fail(YT_ERR_DTYPE, "nll_loss: weight has dtype %s but self has dtype %s",
                         yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    if (yt__any_requires_grad(1, &weight))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight");
     if (!(self->dim >= 1))
         return yt__fail(YT_ERR_SHAPE, "nll_loss: self must be at least 1-D, got %d-D", self->dim);
     if (!(weight == NULL || (weight->dim == 1)))
@@ -377,7 +393,7 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3089 */
+ * from ops.yaml:3097 */
 yt_tensor *
 yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -385,7 +401,7 @@ yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3089 */
+ * from ops.yaml:3097 */
 yt_tensor *
 yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                          const char *reduction, int64_t ignore_index, double label_smoothing)
@@ -444,7 +460,7 @@ yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3118; backward from derivatives.yaml:634 */
+ * from ops.yaml:3127; backward from derivatives.yaml:654 */
 yt_tensor *
 yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 {
@@ -452,7 +468,7 @@ yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3118; backward from derivatives.yaml:634 */
+ * from ops.yaml:3127; backward from derivatives.yaml:654 */
 yt_tensor *
 yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                           const char *reduction, int64_t ignore_index, double label_smoothing)
@@ -496,6 +512,10 @@ yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
         return yt__fail(YT_ERR_DTYPE,
                         "cross_entropy_index: weight has dtype %s but self has dtype %s",
                         yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    if (yt__any_requires_grad(1, &weight))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight");
     yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
@@ -507,8 +527,7 @@ yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "cross_entropy_index: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *const grad_inputs[2] = {self, weight};
-    bool recording = yt__any_requires_grad(2, grad_inputs);
+    bool recording = yt__any_requires_grad(1, &self);
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode()
                                       : kernel(result, self, target, weight, reduction,

@@ -622,7 +622,7 @@ static const op_info registry[] = {
     {
         .schema = "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
         .doc =
-            "`input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the transposed weight is read in place.",
+            "`input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the transposed weight is read in place. A 1-D weight (in_features) gives a result without the feature dim and takes no bias.",
     },
     {
         .schema =
@@ -971,7 +971,7 @@ static const op_info registry[] = {
         .schema =
             "conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor",
         .doc =
-            "2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in, H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride) adds rows/columns at the bottom/right.",
+            "2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in, H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (in each dim below the stride or the dilation, as in PyTorch) adds rows/columns at the bottom/right.",
     },
     {
         .schema =
@@ -1016,14 +1016,13 @@ static const op_info registry[] = {
     {
         .schema =
             "rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor",
-        .doc =
-            "Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by default the dtype's machine epsilon), then scales by `weight` when given.",
+        .doc = "Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by default the dtype's machine epsilon), then scales by `weight` when given.",
     },
     {
         .schema =
             "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor",
         .doc =
-            "Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch statistics and, when given, updates `running_mean` and `running_var` in place (momentum, unbiased variance); eval uses the running statistics (differentiable in them). Then applies `weight` and `bias` when given; `cudnn_enabled` is ignored.",
+            "Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch statistics and, when given, updates `running_mean` and `running_var` in place (momentum, unbiased variance); eval uses the running statistics. Then applies `weight` and `bias` when given; `cudnn_enabled` is ignored. The running statistics are not differentiable (refused with YT_ERR_VALUE when they require grad and grad mode is on), as in PyTorch.",
     },
     {
         .schema =
@@ -1035,7 +1034,7 @@ static const op_info registry[] = {
         .schema =
             "batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor",
         .doc =
-            "batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each channel (dim 1) with its batch mean and biased variance, applies `weight` and `bias` when given, and updates `running_mean` and `running_var` in place when given (momentum, unbiased variance). The running statistics get zero gradients.",
+            "batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each channel (dim 1) with its batch mean and biased variance, applies `weight` and `bias` when given, and updates `running_mean` and `running_var` in place when given (momentum, unbiased variance). The running statistics are not differentiable, as in PyTorch.",
     },
     {
         .schema =
@@ -1176,30 +1175,31 @@ static const op_info registry[] = {
         .schema =
             "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\") -> Tensor",
         .doc =
-            "-w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.",
+            "-w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is not differentiable, as in PyTorch.",
     },
     {
         .schema =
             "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction=\"mean\") -> Tensor",
         .doc =
-            "Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both constants as in PyTorch).",
+            "Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, neither differentiable, as in PyTorch).",
     },
     {
         .schema =
             "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100) -> Tensor",
-        .doc = "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is a constant, as in PyTorch.",
+        .doc =
+            "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is not differentiable, as in PyTorch.",
     },
     {
         .schema =
             "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
         .doc =
-            "Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in PyTorch) and label smoothing, as PyTorch defines them.",
+            "Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class probabilities (a floating target shaped like self), with per-class `weight` and label smoothing, as PyTorch defines them. As in PyTorch, `weight` gets a gradient with class probabilities, and is refused (YT_ERR_VALUE) when it requires grad with class indices and grad mode is on.",
     },
     {
         .schema =
             "cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
         .doc =
-            "The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass over each row); `weight` is a constant (its gradient is zero).",
+            "The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass over each row); `weight` is not differentiable, as in PyTorch.",
     },
     {
         .schema =

@@ -4,7 +4,11 @@
  *
  * Layout: everything runs as [N, L, E]; inputs in PyTorch's default [L, N, E] are transposed views,
  * never copies. The heads are strided views of the projection ([N, H, L, hd]); the only copy is the
- * reshape of the attention output back to [.., E] before the out-projection. */
+ * reshape of the attention output back to [.., E] before the out-projection.
+ *
+ * A forward's temporaries live in a scope of its own (yt__scope_enter): each op's result is
+ * released when the forward ends, whatever path it took or where it failed, and the results it
+ * returns leave the scope with yt_scope_keep. */
 #include <math.h>
 #include <stdio.h>
 
@@ -16,60 +20,36 @@ typedef struct mha_ctx {
     bool bias, batch_first;
 } mha_ctx;
 
-/* Temporaries of one forward, released together at its end (no allocation: a fixed array). */
-enum { MAX_TEMPS = 64 }; /* the longest path below keeps about 40 */
-typedef struct temps {
-    yt_tensor *t[MAX_TEMPS];
-    int n;
-} temps;
-
-static yt_tensor *
-keep(temps *tl, yt_tensor *t)
-{
-    if (t != NULL && tl->n < MAX_TEMPS)
-        tl->t[tl->n++] = t;
-    /* MAX_TEMPS covers the longest path below; a miss would only leak, never crash */
-    return t;
-}
-
-static void
-release_temps(temps *tl)
-{
-    for (int i = tl->n; i > 0; i--)
-        yt_release(tl->t[i - 1]);
-    tl->n = 0;
-}
-
 /* [N, S, 3E or 2E or E] projection -> `parts` heads views [N, H, S, hd] (k of them). */
 static void
-split_heads(temps *tl, yt_tensor *proj, int parts, int64_t H, yt_tensor **out)
+split_heads(yt_tensor *proj, int parts, int64_t H, yt_tensor **out)
 {
     int64_t N = yt_tensor_size(proj, 0), S = yt_tensor_size(proj, 1);
     int64_t hd = proj != NULL ? yt_tensor_size(proj, 2) / parts / H : 0;
     const int64_t shape[5] = {N, S, parts, H, hd};
     static const int64_t perm[5] = {2, 0, 3, 1, 4}; /* [parts, N, H, S, hd] */
-    yt_tensor *v = keep(tl, yt_view(proj, shape, 5));
-    yt_tensor *p = keep(tl, yt_permute(v, perm, 5));
+    yt_tensor *v = yt_view(proj, shape, 5);
+    yt_tensor *p = yt_permute(v, perm, 5);
     for (int i = 0; i < parts; i++)
-        out[i] = keep(tl, yt_select(p, 0, i));
+        out[i] = yt_select(p, 0, i);
 }
 
 /* A mask in PyTorch MHA's convention (bool: true hides; float: added) as an additive float mask
  * of `dtype`. */
 static yt_tensor *
-additive(temps *tl, yt_tensor *mask, yt_dtype dtype)
+additive(yt_tensor *mask, yt_dtype dtype)
 {
     if (yt_tensor_dtype(mask) != YT_DTYPE_BOOL)
-        return yt_tensor_dtype(mask) == dtype ? mask : keep(tl, yt_to(mask, dtype));
+        return yt_tensor_dtype(mask) == dtype ? mask : yt_to(mask, dtype);
     yt_tensor *zeros =
-        keep(tl, yt_zeros_ex(yt_tensor_sizes(mask), yt_tensor_dim(mask), dtype, YT_DEVICE_CPU));
-    return keep(tl, yt_masked_fill(zeros, mask, yt_float(-INFINITY)));
+        yt_zeros_ex(yt_tensor_sizes(mask), yt_tensor_dim(mask), dtype, YT_DEVICE_CPU);
+    return yt_masked_fill(zeros, mask, yt_float(-INFINITY));
 }
 
 /* The mask handed to the attention: NULL, a bool "keep" mask (sdpa's convention) or a float mask,
  * broadcastable to [N, H, L, S]. Sets *causal when the causal flag can go to sdpa as is. */
 static yt_tensor *
-combine_masks(temps *tl, const mha_ctx *c, yt_tensor *attn_mask, yt_tensor *kpm, bool is_causal,
+combine_masks(const mha_ctx *c, yt_tensor *attn_mask, yt_tensor *kpm, bool is_causal,
               bool need_weights, int64_t N, int64_t L, int64_t S, yt_dtype dtype, bool *causal)
 {
     *causal = false;
@@ -79,25 +59,25 @@ combine_masks(temps *tl, const mha_ctx *c, yt_tensor *attn_mask, yt_tensor *kpm,
             return NULL;
         }
         const int64_t ls[2] = {L, S};
-        yt_tensor *ones = keep(tl, yt_ones_ex(ls, 2, YT_DTYPE_BOOL, YT_DEVICE_CPU));
-        attn_mask = keep(tl, yt_triu_ex(ones, 1)); /* true above the diagonal: hidden */
+        yt_tensor *ones = yt_ones_ex(ls, 2, YT_DTYPE_BOOL, YT_DEVICE_CPU);
+        attn_mask = yt_triu_ex(ones, 1); /* true above the diagonal: hidden */
     }
     if (attn_mask != NULL && yt_tensor_dim(attn_mask) == 3) {
         const int64_t nhls[4] = {N, c->num_heads, L, S};
-        attn_mask = keep(tl, yt_reshape(attn_mask, nhls, 4));
+        attn_mask = yt_reshape(attn_mask, nhls, 4);
     }
     if (kpm != NULL) {
         const int64_t n11s[4] = {N, 1, 1, S};
-        kpm = keep(tl, yt_reshape(kpm, n11s, 4));
+        kpm = yt_reshape(kpm, n11s, 4);
     }
     if (attn_mask != NULL && kpm != NULL)
-        return keep(tl, yt_add(additive(tl, attn_mask, dtype), additive(tl, kpm, dtype)));
+        return yt_add(additive(attn_mask, dtype), additive(kpm, dtype));
     yt_tensor *mask = attn_mask != NULL ? attn_mask : kpm;
     if (mask == NULL)
         return NULL;
     if (yt_tensor_dtype(mask) == YT_DTYPE_BOOL)
-        return keep(tl, yt_logical_not(mask));
-    return additive(tl, mask, dtype);
+        return yt_logical_not(mask);
+    return additive(mask, dtype);
 }
 
 static bool
@@ -181,21 +161,23 @@ yt__mha_attend(yt_module *m, yt_tensor *query, yt_tensor *key, yt_tensor *value,
     yt_tensor *kpm = o != NULL ? o->key_padding_mask : NULL;
     if (!check_inputs(c, query, key, value, attn_mask, kpm))
         return NULL;
-    temps tl = {.n = 0};
+    yt__scope_outer outer;
+    if (yt__scope_enter(&outer) != YT_OK)
+        return NULL;
     const int64_t E = c->embed_dim, H = c->num_heads;
     bool unbatched = query->dim == 2;
     /* Everything below works on [N, L, E]. */
     yt_tensor *q = query, *k = key, *v = value;
     if (unbatched) {
-        q = keep(&tl, yt_unsqueeze(query, 0));
-        k = key == query ? q : keep(&tl, yt_unsqueeze(key, 0));
-        v = value == key ? k : keep(&tl, yt_unsqueeze(value, 0));
+        q = yt_unsqueeze(query, 0);
+        k = key == query ? q : yt_unsqueeze(key, 0);
+        v = value == key ? k : yt_unsqueeze(value, 0);
         if (kpm != NULL)
-            kpm = keep(&tl, yt_unsqueeze(kpm, 0));
+            kpm = yt_unsqueeze(kpm, 0);
     } else if (!c->batch_first) {
-        q = keep(&tl, yt_transpose(query, 0, 1));
-        k = key == query ? q : keep(&tl, yt_transpose(key, 0, 1));
-        v = value == key ? k : keep(&tl, yt_transpose(value, 0, 1));
+        q = yt_transpose(query, 0, 1);
+        k = key == query ? q : yt_transpose(key, 0, 1);
+        v = value == key ? k : yt_transpose(value, 0, 1);
     }
     int64_t N = yt_tensor_size(q, 0), L = yt_tensor_size(q, 1), S = yt_tensor_size(k, 1);
 
@@ -203,82 +185,75 @@ yt__mha_attend(yt_module *m, yt_tensor *query, yt_tensor *key, yt_tensor *value,
     yt_tensor *w = m->params.tensors[0], *b = c->bias ? m->params.tensors[1] : NULL;
     yt_tensor *heads[3] = {NULL, NULL, NULL};
     if (k == q && v == k) {
-        split_heads(&tl, keep(&tl, yt_linear_ex(q, w, b)), 3, H, heads);
+        split_heads(yt_linear_ex(q, w, b), 3, H, heads);
     } else {
-        yt_tensor *wq = keep(&tl, yt_narrow(w, 0, 0, E));
-        yt_tensor *bq = b != NULL ? keep(&tl, yt_narrow(b, 0, 0, E)) : NULL;
-        split_heads(&tl, keep(&tl, yt_linear_ex(q, wq, bq)), 1, H, &heads[0]);
+        yt_tensor *wq = yt_narrow(w, 0, 0, E);
+        yt_tensor *bq = b != NULL ? yt_narrow(b, 0, 0, E) : NULL;
+        split_heads(yt_linear_ex(q, wq, bq), 1, H, &heads[0]);
         if (v == k) {
-            yt_tensor *wkv = keep(&tl, yt_narrow(w, 0, E, 2 * E));
-            yt_tensor *bkv = b != NULL ? keep(&tl, yt_narrow(b, 0, E, 2 * E)) : NULL;
-            split_heads(&tl, keep(&tl, yt_linear_ex(k, wkv, bkv)), 2, H, &heads[1]);
+            yt_tensor *wkv = yt_narrow(w, 0, E, 2 * E);
+            yt_tensor *bkv = b != NULL ? yt_narrow(b, 0, E, 2 * E) : NULL;
+            split_heads(yt_linear_ex(k, wkv, bkv), 2, H, &heads[1]);
         } else {
             for (int i = 1; i < 3; i++) {
-                yt_tensor *wi = keep(&tl, yt_narrow(w, 0, i * E, E));
-                yt_tensor *bi = b != NULL ? keep(&tl, yt_narrow(b, 0, i * E, E)) : NULL;
-                split_heads(&tl, keep(&tl, yt_linear_ex(i == 1 ? k : v, wi, bi)), 1, H, &heads[i]);
+                yt_tensor *wi = yt_narrow(w, 0, i * E, E);
+                yt_tensor *bi = b != NULL ? yt_narrow(b, 0, i * E, E) : NULL;
+                split_heads(yt_linear_ex(i == 1 ? k : v, wi, bi), 1, H, &heads[i]);
             }
         }
     }
 
     bool causal = false;
     yt_dtype dtype = yt_tensor_dtype(query);
-    yt_tensor *mask = combine_masks(&tl, c, attn_mask, kpm, o != NULL && o->is_causal,
+    yt_tensor *mask = combine_masks(c, attn_mask, kpm, o != NULL && o->is_causal,
                                     weights_out != NULL, N, L, S, dtype, &causal);
     double p = m->training ? c->dropout : 0.0;
     yt_tensor *attn = NULL; /* [N, H, L, hd] */
     if (weights_out == NULL) {
-        attn = keep(&tl, yt_scaled_dot_product_attention_ex(heads[0], heads[1], heads[2], mask, p,
-                                                            causal, m->gen));
+        attn = yt_scaled_dot_product_attention_ex(heads[0], heads[1], heads[2], mask, p, causal,
+                                                  m->gen);
     } else {
         /* PyTorch's need_weights path: the weights themselves are a result. */
         int64_t hd = E / H;
-        yt_tensor *qs = keep(&tl, yt_mul_scalar(heads[0], yt_float(1.0 / sqrt((double)hd))));
-        yt_tensor *kt = keep(&tl, yt_transpose(heads[1], -2, -1));
-        yt_tensor *scores = keep(&tl, yt_matmul(qs, kt));
+        yt_tensor *qs = yt_mul_scalar(heads[0], yt_float(1.0 / sqrt((double)hd)));
+        yt_tensor *kt = yt_transpose(heads[1], -2, -1);
+        yt_tensor *scores = yt_matmul(qs, kt);
         if (mask != NULL && yt_tensor_dtype(mask) == YT_DTYPE_BOOL)
-            scores = keep(
-                &tl, yt_masked_fill(scores, keep(&tl, yt_logical_not(mask)), yt_float(-INFINITY)));
+            scores = yt_masked_fill(scores, yt_logical_not(mask), yt_float(-INFINITY));
         else if (mask != NULL)
-            scores = keep(&tl, yt_add(scores, mask));
-        yt_tensor *weights = keep(&tl, yt_softmax(scores, -1));
+            scores = yt_add(scores, mask);
+        yt_tensor *weights = yt_softmax(scores, -1);
         if (p > 0)
-            weights = keep(&tl, yt_dropout_ex(weights, p, true, m->gen));
-        attn = keep(&tl, yt_matmul(weights, heads[2]));
-        yt_tensor *wout = NULL;
-        if (o == NULL || o->average_attn_weights) {
-            const int64_t one = 1;
-            wout = yt_mean_dim(weights, &one, 1);
-        } else {
-            wout = yt_retain(weights);
-        }
-        if (unbatched && wout != NULL) {
-            yt_tensor *sq = yt_squeeze_dim(wout, 0);
-            yt_release(wout);
-            wout = sq;
-        }
-        *weights_out = wout;
+            weights = yt_dropout_ex(weights, p, true, m->gen);
+        attn = yt_matmul(weights, heads[2]);
+        const int64_t one = 1;
+        yt_tensor *wout =
+            o == NULL || o->average_attn_weights ? yt_mean_dim(weights, &one, 1) : weights;
+        *weights_out = unbatched ? yt_squeeze_dim(wout, 0) : wout;
     }
 
     /* [N, H, L, hd] -> [N, L, E] (or [L, N, E]), the one copy, then the out-projection. */
     bool seq_first = !unbatched && !c->batch_first;
     static const int64_t to_nlhd[4] = {0, 2, 1, 3}, to_lnhd[4] = {2, 0, 1, 3};
-    yt_tensor *perm = keep(&tl, yt_permute(attn, seq_first ? to_lnhd : to_nlhd, 4));
+    yt_tensor *perm = yt_permute(attn, seq_first ? to_lnhd : to_nlhd, 4);
     const int64_t merged[3] = {seq_first ? L : N, seq_first ? N : L, E};
-    yt_tensor *flat = keep(&tl, yt_reshape(perm, merged, 3));
+    yt_tensor *flat = yt_reshape(perm, merged, 3);
     const yt_module *out_proj = m->children[0];
     yt_tensor *out = yt_linear_ex(flat, out_proj->params.tensors[0],
                                   c->bias ? out_proj->params.tensors[1] : NULL);
-    if (unbatched && out != NULL) {
-        yt_tensor *sq = yt_squeeze_dim(out, 0);
-        yt_release(out);
-        out = sq;
+    if (unbatched)
+        out = yt_squeeze_dim(out, 0);
+    /* the results leave the scope (as references of this forward's own) only when all went well */
+    if (out != NULL && (weights_out == NULL || *weights_out != NULL)) {
+        yt_scope_keep(out);
+        if (weights_out != NULL)
+            yt_scope_keep(*weights_out);
+    } else {
+        out = NULL;
+        if (weights_out != NULL)
+            *weights_out = NULL;
     }
-    release_temps(&tl);
-    if (out == NULL && weights_out != NULL) {
-        yt_release(*weights_out);
-        *weights_out = NULL;
-    }
+    yt__scope_leave(&outer);
     return out;
 }
 

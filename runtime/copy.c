@@ -1,72 +1,13 @@
 /* Elementwise copy with broadcasting and dtype conversion (yt__copy_into), and yt__to_dtype.
  *
- * One loop per (source dtype, destination dtype) pair, run by yt__pointwise. Values go through
- * a wide type: int64 for bool and integers, double for floating types, then are narrowed the
- * way PyTorch's casts are: integers wrap, bool is `value != 0` (NaN is true), float -> integer
- * truncates (out of range saturates, NaN gives 0, where C would leave it undefined), and
- * f16 / bf16 go through f32 with round-to-nearest-even. Same-dtype copies move bits. */
+ * One loop per (source dtype, destination dtype) pair, run by yt__pointwise, built from the
+ * per-dtype loads and stores of element.h (values widen to int64 or double, then narrow the way
+ * PyTorch's casts do). Same-dtype copies move bits. */
 #include <stdio.h>
 #include <string.h>
 
+#include "element.h"
 #include "internal.h"
-
-/* ---------------------------------------------------------------- loads and stores */
-
-/* Float -> integer without C's undefined behaviour out of range. */
-static inline int64_t
-f64_to_i64(double v)
-{
-    if (v != v)
-        return 0;
-    if (v >= 9223372036854775808.0)
-        return INT64_MAX;
-    if (v < -9223372036854775808.0)
-        return INT64_MIN;
-    return (int64_t)v;
-}
-
-/* load_<dtype>: one element at p, widened. bool is spelled `bl` in these names: <stdbool.h>
- * makes `bool` a macro, which would expand inside the token pasting. */
-#define DEFINE_LOAD(NAME, CTYPE, WIDE, EXPR)                                                       \
-    static inline WIDE load_##NAME(const char *p)                                                  \
-    {                                                                                              \
-        CTYPE x;                                                                                   \
-        memcpy(&x, p, sizeof x);                                                                   \
-        return (WIDE)(EXPR);                                                                       \
-    }
-DEFINE_LOAD(bl, bool, int64_t, x)
-DEFINE_LOAD(u8, uint8_t, int64_t, x)
-DEFINE_LOAD(i8, int8_t, int64_t, x)
-DEFINE_LOAD(i16, int16_t, int64_t, x)
-DEFINE_LOAD(i32, int32_t, int64_t, x)
-DEFINE_LOAD(i64, int64_t, int64_t, x)
-DEFINE_LOAD(f16, uint16_t, double, yt__f16_to_f32(x))
-DEFINE_LOAD(bf16, uint16_t, double, yt__bf16_to_f32(x))
-DEFINE_LOAD(f32, float, double, x)
-DEFINE_LOAD(f64, double, double, x)
-
-/* store_<dtype>_from_<wide>: narrows one widened value into p. */
-#define DEFINE_STORE(NAME, CTYPE, FROM_I64, FROM_F64)                                              \
-    static inline void store_##NAME##_from_i64(char *p, int64_t v)                                 \
-    {                                                                                              \
-        CTYPE x = (CTYPE)(FROM_I64);                                                               \
-        memcpy(p, &x, sizeof x);                                                                   \
-    }                                                                                              \
-    static inline void store_##NAME##_from_f64(char *p, double v)                                  \
-    {                                                                                              \
-        CTYPE x = (CTYPE)(FROM_F64);                                                               \
-        memcpy(p, &x, sizeof x);                                                                   \
-    }
-DEFINE_STORE(bl, bool, v != 0, v != 0)
-DEFINE_STORE(u8, uint8_t, v, f64_to_i64(v))
-DEFINE_STORE(i8, int8_t, v, f64_to_i64(v))
-DEFINE_STORE(i16, int16_t, v, f64_to_i64(v))
-DEFINE_STORE(i32, int32_t, v, f64_to_i64(v))
-DEFINE_STORE(i64, int64_t, v, f64_to_i64(v))
-DEFINE_STORE(f16, uint16_t, yt__f32_to_f16((float)v), yt__f32_to_f16((float)v))
-DEFINE_STORE(bf16, uint16_t, yt__f32_to_bf16((float)v), yt__f32_to_bf16((float)v))
-DEFINE_STORE(f32, float, v, v)
-DEFINE_STORE(f64, double, v, v)
 
 /* ---------------------------------------------------------------- conversion loops */
 
@@ -80,11 +21,12 @@ DEFINE_STORE(f64, double, v, v)
         const char *src = data[1];                                                                 \
         if (strides[0] == SIZE_D && strides[1] == SIZE_S) {                                        \
             for (int64_t i = 0; i < n; i++)                                                        \
-                store_##D##_from_##WIDE_S(dst + i * SIZE_D, load_##S(src + i * SIZE_S));           \
+                yt__store_##D##_from_##WIDE_S(dst + i * SIZE_D, yt__load_##S(src + i * SIZE_S));   \
             return;                                                                                \
         }                                                                                          \
         for (int64_t i = 0; i < n; i++)                                                            \
-            store_##D##_from_##WIDE_S(dst + i * strides[0], load_##S(src + i * strides[1]));       \
+            yt__store_##D##_from_##WIDE_S(dst + i * strides[0],                                    \
+                                          yt__load_##S(src + i * strides[1]));                     \
     }
 
 /* Every source dtype crossed with every destination dtype. */

@@ -347,6 +347,17 @@ yt__scope_resume(void)
     yt__tls.scope_suspended--;
 }
 
+/* A scope of internal code that calls public ops with tracking suspended (a module's forward): it
+ * is opened apart from the user's scopes and tracks whatever the suspension, so every result of
+ * an op lands in it; yt_scope_keep then hands a result to this code as its own reference, and
+ * yt__scope_leave releases the rest and restores the user's scopes and suspension. */
+typedef struct yt__scope_outer {
+    yt__scope *scope;
+    int suspended;
+} yt__scope_outer;
+YT_INTERNAL yt_status yt__scope_enter(yt__scope_outer *outer);
+YT_INTERNAL void yt__scope_leave(const yt__scope_outer *outer);
+
 /* ---------------------------------------------------------------- autograd */
 
 /* Where the gradient of one forward input goes: to output `input_nr` of `node`, or straight into

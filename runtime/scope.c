@@ -92,3 +92,26 @@ yt_scope_keep(yt_tensor *t)
     }
     return t;
 }
+
+yt_status
+yt__scope_enter(yt__scope_outer *outer)
+{
+    outer->scope = yt__tls.scope;
+    outer->suspended = yt__tls.scope_suspended;
+    yt__tls.scope = NULL; /* no parent: yt_scope_keep hands results to the code, not to a scope */
+    yt__tls.scope_suspended = 0;
+    yt_status st = yt_scope_begin();
+    if (st != YT_OK) {
+        yt__tls.scope = outer->scope;
+        yt__tls.scope_suspended = outer->suspended;
+    }
+    return st;
+}
+
+void
+yt__scope_leave(const yt__scope_outer *outer)
+{
+    yt_scope_end(); /* the one yt__scope_enter opened: cannot fail */
+    yt__tls.scope = outer->scope;
+    yt__tls.scope_suspended = outer->suspended;
+}

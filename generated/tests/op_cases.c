@@ -11943,21 +11943,21 @@ static yt_tensor *
 call_linear_1275(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_1276(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_1277(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-error_linear_1276(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-error_linear_1277(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -11971,28 +11971,28 @@ static yt_tensor *
 error_linear_1279(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1280(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1281(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1280(yt_tensor *const *inputs, void *ctx)
+error_linear_1282(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-call_mm_mat1_backward_1281(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
-}
-
-static yt_tensor *
-call_mm_mat1_backward_1282(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -12003,21 +12003,21 @@ call_mm_mat1_backward_1283(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1284(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1284(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+}
+
+static yt_tensor *
+call_mm_mat1_backward_1285(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1285(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-error_mm_mat1_backward_1286(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1286(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
@@ -12031,24 +12031,24 @@ error_mm_mat1_backward_1287(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1288(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1289(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1289(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1290(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1290(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
@@ -12059,21 +12059,21 @@ call_mm_mat2_backward_1291(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1292(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1292(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+}
+
+static yt_tensor *
+call_mm_mat2_backward_1293(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1293(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-error_mm_mat2_backward_1294(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1294(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
@@ -12087,56 +12087,77 @@ error_mm_mat2_backward_1295(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_t_1296(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1296(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat2_backward_1297(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat2_backward_1298(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_t_1299(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_1297(yt_tensor *const *inputs, void *ctx)
+call_t_1300(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_1298(yt_tensor *const *inputs, void *ctx)
+error_t_1301(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_1299(yt_tensor *const *inputs, void *ctx)
+call_transpose_1302(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_1300(yt_tensor *const *inputs, void *ctx)
+call_transpose_1303(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_1301(yt_tensor *const *inputs, void *ctx)
+error_transpose_1304(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_1302(yt_tensor *const *inputs, void *ctx)
+error_transpose_1305(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_1303(yt_tensor *const *inputs, void *ctx)
+call_permute_1306(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -12144,7 +12165,7 @@ call_permute_1303(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1304(yt_tensor *const *inputs, void *ctx)
+error_permute_1307(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12152,7 +12173,7 @@ error_permute_1304(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1305(yt_tensor *const *inputs, void *ctx)
+error_permute_1308(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12160,7 +12181,7 @@ error_permute_1305(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1306(yt_tensor *const *inputs, void *ctx)
+call_view_1309(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -12168,7 +12189,7 @@ call_view_1306(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1307(yt_tensor *const *inputs, void *ctx)
+call_view_1310(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -12176,7 +12197,7 @@ call_view_1307(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1308(yt_tensor *const *inputs, void *ctx)
+call_reshape_1311(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -12184,7 +12205,7 @@ call_reshape_1308(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1309(yt_tensor *const *inputs, void *ctx)
+call_reshape_1312(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -12192,7 +12213,7 @@ call_reshape_1309(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1310(yt_tensor *const *inputs, void *ctx)
+call_expand_1313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12200,7 +12221,7 @@ call_expand_1310(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1311(yt_tensor *const *inputs, void *ctx)
+call_expand_1314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12208,136 +12229,115 @@ call_expand_1311(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1312(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1315(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1313(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1314(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1317(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1315(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1318(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1316(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1319(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1317(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1320(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1318(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1319(yt_tensor *const *inputs, void *ctx)
+call_slice_1322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1320(yt_tensor *const *inputs, void *ctx)
+call_slice_1323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1321(yt_tensor *const *inputs, void *ctx)
+error_slice_1324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1322(yt_tensor *const *inputs, void *ctx)
+error_slice_1325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1323(yt_tensor *const *inputs, void *ctx)
+call_select_1326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1324(yt_tensor *const *inputs, void *ctx)
+call_select_1327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1325(yt_tensor *const *inputs, void *ctx)
+error_select_1328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1326(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_flatten_1327(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_flatten_ex(inputs[0], 1, 2);
-}
-
-static yt_tensor *
-call_flatten_1328(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_flatten_ex(inputs[0], 0, -1);
-}
-
-static yt_tensor *
-call_flatten_1329(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_flatten_ex(inputs[0], 0, -1);
-}
-
-static yt_tensor *
 call_flatten_1330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_flatten_ex(inputs[0], 0, 1);
+    return yt_flatten_ex(inputs[0], 1, 2);
 }
 
 static yt_tensor *
@@ -12348,28 +12348,49 @@ call_flatten_1331(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_flatten_1332(yt_tensor *const *inputs, void *ctx)
+call_flatten_1332(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_1333(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, 1);
+}
+
+static yt_tensor *
+call_flatten_1334(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+error_flatten_1335(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 2, 1);
 }
 
 static yt_tensor *
-error_flatten_1333(yt_tensor *const *inputs, void *ctx)
+error_flatten_1336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 7, 2);
 }
 
 static yt_tensor *
-error_flatten_1334(yt_tensor *const *inputs, void *ctx)
+error_flatten_1337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 7);
 }
 
 static yt_tensor *
-call_unflatten_1335(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1338(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12377,7 +12398,7 @@ call_unflatten_1335(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1336(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1339(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {-1, 2};
@@ -12385,7 +12406,7 @@ call_unflatten_1336(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1337(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3, 2};
@@ -12393,7 +12414,7 @@ call_unflatten_1337(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1338(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1341(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {0, 5};
@@ -12401,7 +12422,7 @@ call_unflatten_1338(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1339(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {1};
@@ -12409,14 +12430,14 @@ error_unflatten_1339(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1340(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unflatten(inputs[0], 0, NULL, 0);
 }
 
 static yt_tensor *
-error_unflatten_1341(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1344(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12424,7 +12445,7 @@ error_unflatten_1341(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1342(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1345(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12432,7 +12453,7 @@ call_broadcast_to_1342(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1343(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12440,7 +12461,7 @@ call_broadcast_to_1343(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1344(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 5};
@@ -12448,7 +12469,7 @@ call_broadcast_to_1344(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1345(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 0};
@@ -12456,76 +12477,52 @@ call_broadcast_to_1345(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_narrow_1346(yt_tensor *const *inputs, void *ctx)
+call_narrow_1349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 1, 3);
 }
 
 static yt_tensor *
-call_narrow_1347(yt_tensor *const *inputs, void *ctx)
+call_narrow_1350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, -3, 2);
 }
 
 static yt_tensor *
-call_narrow_1348(yt_tensor *const *inputs, void *ctx)
+call_narrow_1351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 2, 0);
 }
 
 static yt_tensor *
-call_narrow_1349(yt_tensor *const *inputs, void *ctx)
+call_narrow_1352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, 3, 0);
 }
 
 static yt_tensor *
-error_narrow_1350(yt_tensor *const *inputs, void *ctx)
+error_narrow_1353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, 1);
 }
 
 static yt_tensor *
-error_narrow_1351(yt_tensor *const *inputs, void *ctx)
+error_narrow_1354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, -1);
 }
 
 static yt_tensor *
-error_narrow_1352(yt_tensor *const *inputs, void *ctx)
+error_narrow_1355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 7, 1, 3);
-}
-
-static yt_tensor *
-call_repeat_1353(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t repeats[] = {2, 2};
-    return yt_repeat(inputs[0], repeats, 2);
-}
-
-static yt_tensor *
-call_repeat_1354(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t repeats[] = {2, 1, 2};
-    return yt_repeat(inputs[0], repeats, 3);
-}
-
-static yt_tensor *
-call_repeat_1355(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t repeats[] = {1, 3};
-    return yt_repeat(inputs[0], repeats, 2);
 }
 
 static yt_tensor *
@@ -12540,12 +12537,36 @@ static yt_tensor *
 call_repeat_1357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t repeats[] = {2, 1, 2};
+    return yt_repeat(inputs[0], repeats, 3);
+}
+
+static yt_tensor *
+call_repeat_1358(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {1, 3};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1359(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1360(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t repeats[] = {3};
     return yt_repeat(inputs[0], repeats, 1);
 }
 
 static yt_tensor *
-call_repeat_1358(yt_tensor *const *inputs, void *ctx)
+call_repeat_1361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {0};
@@ -12553,7 +12574,7 @@ call_repeat_1358(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_repeat_1359(yt_tensor *const *inputs, void *ctx)
+error_repeat_1362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2};
@@ -12561,7 +12582,7 @@ error_repeat_1359(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1360(yt_tensor *const *inputs, void *ctx)
+call_flip_1363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12569,7 +12590,7 @@ call_flip_1360(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1361(yt_tensor *const *inputs, void *ctx)
+call_flip_1364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0, -1};
@@ -12577,7 +12598,7 @@ call_flip_1361(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1362(yt_tensor *const *inputs, void *ctx)
+call_flip_1365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -12585,7 +12606,7 @@ call_flip_1362(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1363(yt_tensor *const *inputs, void *ctx)
+call_flip_1366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -12593,14 +12614,14 @@ call_flip_1363(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1364(yt_tensor *const *inputs, void *ctx)
+call_flip_1367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flip(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_flip_1365(yt_tensor *const *inputs, void *ctx)
+error_flip_1368(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12608,7 +12629,7 @@ error_flip_1365(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1366(yt_tensor *const *inputs, void *ctx)
+call_roll_1369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12617,7 +12638,7 @@ call_roll_1366(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1367(yt_tensor *const *inputs, void *ctx)
+call_roll_1370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {-5};
@@ -12625,7 +12646,7 @@ call_roll_1367(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1368(yt_tensor *const *inputs, void *ctx)
+call_roll_1371(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1, 2};
@@ -12634,7 +12655,7 @@ call_roll_1368(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1369(yt_tensor *const *inputs, void *ctx)
+call_roll_1372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {2};
@@ -12643,7 +12664,7 @@ call_roll_1369(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1370(yt_tensor *const *inputs, void *ctx)
+call_roll_1373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12652,40 +12673,19 @@ call_roll_1370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_roll_1371(yt_tensor *const *inputs, void *ctx)
+error_roll_1374(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
 }
 
 static yt_tensor *
-error_roll_1372(yt_tensor *const *inputs, void *ctx)
+error_roll_1375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
     static const int64_t dims[] = {7};
     return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
-}
-
-static yt_tensor *
-call_tril_1373(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_tril_ex(inputs[0], 0);
-}
-
-static yt_tensor *
-call_tril_1374(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_tril_ex(inputs[0], 1);
-}
-
-static yt_tensor *
-call_tril_1375(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_tril_ex(inputs[0], -1);
 }
 
 static yt_tensor *
@@ -12699,35 +12699,35 @@ static yt_tensor *
 call_tril_1377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_tril_ex(inputs[0], -7);
+    return yt_tril_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-error_tril_1378(yt_tensor *const *inputs, void *ctx)
+call_tril_1378(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_tril_1379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1379(yt_tensor *const *inputs, void *ctx)
+call_tril_1380(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_triu_ex(inputs[0], 0);
+    return yt_tril_ex(inputs[0], -7);
 }
 
 static yt_tensor *
-call_triu_1380(yt_tensor *const *inputs, void *ctx)
+error_tril_1381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_triu_ex(inputs[0], 1);
-}
-
-static yt_tensor *
-call_triu_1381(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_triu_ex(inputs[0], -1);
+    return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
@@ -12741,18 +12741,39 @@ static yt_tensor *
 call_triu_1383(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_triu_ex(inputs[0], 9);
+    return yt_triu_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-error_triu_1384(yt_tensor *const *inputs, void *ctx)
+call_triu_1384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_triu_1385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_pad_1385(yt_tensor *const *inputs, void *ctx)
+call_triu_1386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 9);
+}
+
+static yt_tensor *
+error_triu_1387(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_pad_1388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12760,7 +12781,7 @@ call_pad_1385(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1386(yt_tensor *const *inputs, void *ctx)
+call_pad_1389(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 0, -1, 2};
@@ -12769,7 +12790,7 @@ call_pad_1386(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1387(yt_tensor *const *inputs, void *ctx)
+call_pad_1390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1, 1, 1};
@@ -12777,7 +12798,7 @@ call_pad_1387(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1388(yt_tensor *const *inputs, void *ctx)
+call_pad_1391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 1};
@@ -12785,7 +12806,7 @@ call_pad_1388(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1389(yt_tensor *const *inputs, void *ctx)
+call_pad_1392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1};
@@ -12793,7 +12814,7 @@ call_pad_1389(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1390(yt_tensor *const *inputs, void *ctx)
+call_pad_1393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2, 3, 1};
@@ -12801,7 +12822,7 @@ call_pad_1390(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1391(yt_tensor *const *inputs, void *ctx)
+call_pad_1394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 3};
@@ -12809,7 +12830,7 @@ call_pad_1391(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1392(yt_tensor *const *inputs, void *ctx)
+call_pad_1395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12817,7 +12838,7 @@ call_pad_1392(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pad_1393(yt_tensor *const *inputs, void *ctx)
+error_pad_1396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12825,7 +12846,7 @@ error_pad_1393(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1394(yt_tensor *const *inputs, void *ctx)
+call_cat_1397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12833,7 +12854,7 @@ call_cat_1394(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1395(yt_tensor *const *inputs, void *ctx)
+out_cat_1398(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12845,7 +12866,7 @@ out_cat_1395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1396(yt_tensor *const *inputs, void *ctx)
+call_cat_1399(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -12853,7 +12874,7 @@ call_cat_1396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1397(yt_tensor *const *inputs, void *ctx)
+out_cat_1400(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12865,7 +12886,7 @@ out_cat_1397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1398(yt_tensor *const *inputs, void *ctx)
+call_cat_1401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12873,7 +12894,7 @@ call_cat_1398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1399(yt_tensor *const *inputs, void *ctx)
+out_cat_1402(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12885,7 +12906,7 @@ out_cat_1399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1400(yt_tensor *const *inputs, void *ctx)
+call_cat_1403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -12893,7 +12914,7 @@ call_cat_1400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1401(yt_tensor *const *inputs, void *ctx)
+out_cat_1404(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12905,7 +12926,7 @@ out_cat_1401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1402(yt_tensor *const *inputs, void *ctx)
+call_cat_1405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12913,7 +12934,7 @@ call_cat_1402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1403(yt_tensor *const *inputs, void *ctx)
+out_cat_1406(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12922,30 +12943,6 @@ out_cat_1403(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-call_stack_1404(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
-    return yt_stack_ex(tensors, 2, 0);
-}
-
-static yt_tensor *
-call_stack_1405(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
-    return yt_stack_ex(tensors, 3, -1);
-}
-
-static yt_tensor *
-call_stack_1406(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
-    return yt_stack_ex(tensors, 2, 1);
 }
 
 static yt_tensor *
@@ -12958,6 +12955,30 @@ call_stack_1407(yt_tensor *const *inputs, void *ctx)
 
 static yt_tensor *
 call_stack_1408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_stack_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+call_stack_1409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+call_stack_1410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_1411(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12988,7 +13009,7 @@ weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
 }
 
 static yt_tensor *
-call_split_1409(yt_tensor *const *inputs, void *ctx)
+call_split_1412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -12998,7 +13019,7 @@ call_split_1409(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1410(yt_tensor *const *inputs, void *ctx)
+error_split_1413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13007,7 +13028,7 @@ error_split_1410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1411(yt_tensor *const *inputs, void *ctx)
+call_split_1414(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13017,7 +13038,7 @@ call_split_1411(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1412(yt_tensor *const *inputs, void *ctx)
+error_split_1415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13026,7 +13047,7 @@ error_split_1412(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1413(yt_tensor *const *inputs, void *ctx)
+call_split_1416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13036,7 +13057,7 @@ call_split_1413(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1414(yt_tensor *const *inputs, void *ctx)
+error_split_1417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13045,7 +13066,7 @@ error_split_1414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1415(yt_tensor *const *inputs, void *ctx)
+call_split_1418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13055,7 +13076,7 @@ call_split_1415(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1416(yt_tensor *const *inputs, void *ctx)
+error_split_1419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13064,7 +13085,7 @@ error_split_1416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1417(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13076,7 +13097,7 @@ call_split_with_sizes_1417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1418(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13086,7 +13107,7 @@ error_split_with_sizes_1418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1419(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13098,7 +13119,7 @@ call_split_with_sizes_1419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1420(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13108,7 +13129,7 @@ error_split_with_sizes_1420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1421(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13120,7 +13141,7 @@ call_split_with_sizes_1421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1422(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13130,7 +13151,7 @@ error_split_with_sizes_1422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1423(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13142,7 +13163,7 @@ call_split_with_sizes_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1424(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13152,7 +13173,7 @@ error_split_with_sizes_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1425(yt_tensor *const *inputs, void *ctx)
+call_chunk_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13162,7 +13183,7 @@ call_chunk_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1426(yt_tensor *const *inputs, void *ctx)
+error_chunk_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13171,7 +13192,7 @@ error_chunk_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1427(yt_tensor *const *inputs, void *ctx)
+call_chunk_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13181,7 +13202,7 @@ call_chunk_1427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1428(yt_tensor *const *inputs, void *ctx)
+error_chunk_1431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13190,7 +13211,7 @@ error_chunk_1428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1429(yt_tensor *const *inputs, void *ctx)
+call_chunk_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13200,7 +13221,7 @@ call_chunk_1429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1430(yt_tensor *const *inputs, void *ctx)
+error_chunk_1433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13209,7 +13230,7 @@ error_chunk_1430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1431(yt_tensor *const *inputs, void *ctx)
+call_chunk_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13219,7 +13240,7 @@ call_chunk_1431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1432(yt_tensor *const *inputs, void *ctx)
+error_chunk_1435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13228,7 +13249,7 @@ error_chunk_1432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1433(yt_tensor *const *inputs, void *ctx)
+call_unbind_1436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13238,7 +13259,7 @@ call_unbind_1433(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1434(yt_tensor *const *inputs, void *ctx)
+error_unbind_1437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13247,7 +13268,7 @@ error_unbind_1434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1435(yt_tensor *const *inputs, void *ctx)
+call_unbind_1438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13257,7 +13278,7 @@ call_unbind_1435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1436(yt_tensor *const *inputs, void *ctx)
+error_unbind_1439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13266,7 +13287,7 @@ error_unbind_1436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1437(yt_tensor *const *inputs, void *ctx)
+call_unbind_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13276,7 +13297,7 @@ call_unbind_1437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1438(yt_tensor *const *inputs, void *ctx)
+error_unbind_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13285,7 +13306,7 @@ error_unbind_1438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1439(yt_tensor *const *inputs, void *ctx)
+call_unbind_1442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13295,7 +13316,7 @@ call_unbind_1439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1440(yt_tensor *const *inputs, void *ctx)
+error_unbind_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13304,14 +13325,14 @@ error_unbind_1440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1441(yt_tensor *const *inputs, void *ctx)
+call_index_select_1444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1442(yt_tensor *const *inputs, void *ctx)
+out_index_select_1445(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13322,14 +13343,14 @@ out_index_select_1442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1443(yt_tensor *const *inputs, void *ctx)
+call_index_select_1446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1444(yt_tensor *const *inputs, void *ctx)
+out_index_select_1447(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13340,14 +13361,14 @@ out_index_select_1444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1445(yt_tensor *const *inputs, void *ctx)
+call_index_select_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1446(yt_tensor *const *inputs, void *ctx)
+out_index_select_1449(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13358,14 +13379,14 @@ out_index_select_1446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1447(yt_tensor *const *inputs, void *ctx)
+call_index_select_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1448(yt_tensor *const *inputs, void *ctx)
+out_index_select_1451(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13376,14 +13397,14 @@ out_index_select_1448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1449(yt_tensor *const *inputs, void *ctx)
+call_index_select_1452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1450(yt_tensor *const *inputs, void *ctx)
+out_index_select_1453(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13394,14 +13415,14 @@ out_index_select_1450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1451(yt_tensor *const *inputs, void *ctx)
+call_index_select_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1452(yt_tensor *const *inputs, void *ctx)
+out_index_select_1455(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13412,28 +13433,28 @@ out_index_select_1452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_1453(yt_tensor *const *inputs, void *ctx)
+error_index_select_1456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_1454(yt_tensor *const *inputs, void *ctx)
+error_index_select_1457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_1455(yt_tensor *const *inputs, void *ctx)
+call_index_add_1458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1456(yt_tensor *const *inputs, void *ctx)
+out_index_add_1459(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13445,14 +13466,14 @@ out_index_add_1456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1457(yt_tensor *const *inputs, void *ctx)
+call_index_add_1460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_1458(yt_tensor *const *inputs, void *ctx)
+out_index_add_1461(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13464,14 +13485,14 @@ out_index_add_1458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1459(yt_tensor *const *inputs, void *ctx)
+call_index_add_1462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1460(yt_tensor *const *inputs, void *ctx)
+out_index_add_1463(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13483,14 +13504,14 @@ out_index_add_1460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1461(yt_tensor *const *inputs, void *ctx)
+call_index_add_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1462(yt_tensor *const *inputs, void *ctx)
+out_index_add_1465(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13502,14 +13523,14 @@ out_index_add_1462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1463(yt_tensor *const *inputs, void *ctx)
+call_index_add_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1464(yt_tensor *const *inputs, void *ctx)
+out_index_add_1467(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13521,28 +13542,28 @@ out_index_add_1464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_1465(yt_tensor *const *inputs, void *ctx)
+error_index_add_1468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_1466(yt_tensor *const *inputs, void *ctx)
+error_index_add_1469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_1467(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1468(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1471(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13553,14 +13574,14 @@ out_index_copy_1468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1469(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1470(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1473(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13571,14 +13592,14 @@ out_index_copy_1470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1471(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1472(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1475(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13589,28 +13610,28 @@ out_index_copy_1472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_1473(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_1474(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_1475(yt_tensor *const *inputs, void *ctx)
+call_gather_1478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1476(yt_tensor *const *inputs, void *ctx)
+out_gather_1479(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13621,14 +13642,14 @@ out_gather_1476(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1477(yt_tensor *const *inputs, void *ctx)
+call_gather_1480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1478(yt_tensor *const *inputs, void *ctx)
+out_gather_1481(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13639,14 +13660,14 @@ out_gather_1478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1479(yt_tensor *const *inputs, void *ctx)
+call_gather_1482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1480(yt_tensor *const *inputs, void *ctx)
+out_gather_1483(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -13657,14 +13678,14 @@ out_gather_1480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1481(yt_tensor *const *inputs, void *ctx)
+call_gather_1484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1482(yt_tensor *const *inputs, void *ctx)
+out_gather_1485(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13675,14 +13696,14 @@ out_gather_1482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1483(yt_tensor *const *inputs, void *ctx)
+call_gather_1486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1484(yt_tensor *const *inputs, void *ctx)
+out_gather_1487(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13693,28 +13714,28 @@ out_gather_1484(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_1485(yt_tensor *const *inputs, void *ctx)
+error_gather_1488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_1486(yt_tensor *const *inputs, void *ctx)
+error_gather_1489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_1487(yt_tensor *const *inputs, void *ctx)
+call_scatter_1490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1488(yt_tensor *const *inputs, void *ctx)
+out_scatter_1491(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13725,14 +13746,14 @@ out_scatter_1488(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1489(yt_tensor *const *inputs, void *ctx)
+call_scatter_1492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1490(yt_tensor *const *inputs, void *ctx)
+out_scatter_1493(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13743,14 +13764,14 @@ out_scatter_1490(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1491(yt_tensor *const *inputs, void *ctx)
+call_scatter_1494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1492(yt_tensor *const *inputs, void *ctx)
+out_scatter_1495(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13761,14 +13782,14 @@ out_scatter_1492(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1493(yt_tensor *const *inputs, void *ctx)
+call_scatter_1496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1494(yt_tensor *const *inputs, void *ctx)
+out_scatter_1497(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13779,28 +13800,28 @@ out_scatter_1494(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_1495(yt_tensor *const *inputs, void *ctx)
+error_scatter_1498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_1496(yt_tensor *const *inputs, void *ctx)
+error_scatter_1499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_1497(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_1498(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1501(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -13811,14 +13832,14 @@ out_scatter_value_1498(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1499(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_1500(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1503(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -13829,14 +13850,14 @@ out_scatter_value_1500(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1501(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_1502(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1505(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -13847,28 +13868,28 @@ out_scatter_value_1502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_1503(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_1504(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_1505(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1506(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1509(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13879,14 +13900,14 @@ out_scatter_add_1506(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1507(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1508(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1511(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13897,14 +13918,14 @@ out_scatter_add_1508(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1509(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1510(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1513(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -13915,14 +13936,14 @@ out_scatter_add_1510(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1511(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1512(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1515(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13933,14 +13954,14 @@ out_scatter_add_1512(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1513(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1514(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1517(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13951,38 +13972,17 @@ out_scatter_add_1514(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_1515(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_embedding_1517(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
-}
-
-static yt_tensor *
-call_embedding_1518(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
-}
-
-static yt_tensor *
-call_embedding_1519(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
@@ -13993,101 +13993,101 @@ call_embedding_1520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_embedding_1521(yt_tensor *const *inputs, void *ctx)
+call_embedding_1521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1522(yt_tensor *const *inputs, void *ctx)
+call_embedding_1522(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1523(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1524(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_1523(yt_tensor *const *inputs, void *ctx)
+error_embedding_1526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1524(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1525(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_1526(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_1529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_1527(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_1528(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_1529(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_1530(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_1531(yt_tensor *const *inputs, void *ctx)
+error_one_hot_1534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
-}
-
-static yt_tensor *
-call_nonzero_1532(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nonzero(inputs[0]);
-}
-
-static yt_tensor *
-call_nonzero_1533(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nonzero(inputs[0]);
-}
-
-static yt_tensor *
-call_nonzero_1534(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
@@ -14098,24 +14098,24 @@ call_nonzero_1535(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_select_1536(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
+    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_1537(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
+    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_1538(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
+    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
@@ -14133,38 +14133,38 @@ call_masked_select_1540(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_select_1541(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1542(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1543(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1543(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], -1, false);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1544(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], 0, true);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1545(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], 1, false);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -14178,45 +14178,42 @@ static yt_tensor *
 call_argsort_1547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_argsort_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+call_argsort_1548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argsort_1549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1548(yt_tensor *const *inputs, void *ctx)
+call_argsort_1550(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_stable_1551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], true, -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1549(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], false, 0, true);
-}
-
-static yt_tensor *
-call_index_1550(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[1] = {inputs[1]};
-    return yt_index(inputs[0], indices, 1);
-}
-
-static yt_tensor *
-call_index_1551(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[2] = {NULL, inputs[1]};
-    return yt_index(inputs[0], indices, 2);
-}
-
-static yt_tensor *
-call_index_1552(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
-    return yt_index(inputs[0], indices, 3);
 }
 
 static yt_tensor *
@@ -14239,32 +14236,32 @@ static yt_tensor *
 call_index_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
+    return yt_index(inputs[0], indices, 3);
+}
+
+static yt_tensor *
+call_index_1556(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1557(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
     return yt_index(inputs[0], indices, 2);
 }
 
 static yt_tensor *
-call_index_put_1556(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[1] = {inputs[1]};
-    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], true);
-}
-
-static yt_tensor *
-call_index_put_1557(yt_tensor *const *inputs, void *ctx)
+call_index_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
-    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
-}
-
-static yt_tensor *
-call_index_put_1558(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[2] = {inputs[1], inputs[2]};
-    return yt_index_put_ex(inputs[0], indices, 2, inputs[3], false);
+    return yt_index(inputs[0], indices, 2);
 }
 
 static yt_tensor *
@@ -14272,7 +14269,7 @@ call_index_put_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
-    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], false);
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], true);
 }
 
 static yt_tensor *
@@ -14284,7 +14281,31 @@ call_index_put_1560(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1561(yt_tensor *const *inputs, void *ctx)
+call_index_put_1561(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {inputs[1], inputs[2]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[3], false);
+}
+
+static yt_tensor *
+call_index_put_1562(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], false);
+}
+
+static yt_tensor *
+call_index_put_1563(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_sort_values_1564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14295,7 +14316,7 @@ call_sort_values_1561(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1562(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14306,7 +14327,7 @@ call_sort_indices_1562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1563(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14317,7 +14338,7 @@ call_sort_values_1563(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1564(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14328,7 +14349,7 @@ call_sort_indices_1564(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1565(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14339,7 +14360,7 @@ call_sort_values_1565(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1566(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14350,7 +14371,7 @@ call_sort_indices_1566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1567(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14361,7 +14382,7 @@ call_sort_values_1567(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1568(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14372,7 +14393,7 @@ call_sort_indices_1568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1569(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14383,7 +14404,7 @@ call_sort_values_1569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1570(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14394,7 +14415,7 @@ call_sort_indices_1570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1571(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14406,7 +14427,7 @@ call_sort_stable_values_1571(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1572(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14418,7 +14439,7 @@ call_sort_stable_indices_1572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1573(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14430,7 +14451,7 @@ call_sort_stable_values_1573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1574(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14442,7 +14463,7 @@ call_sort_stable_indices_1574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1575(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14453,7 +14474,7 @@ call_topk_values_1575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1576(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14464,7 +14485,7 @@ call_topk_indices_1576(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1577(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14475,7 +14496,7 @@ call_topk_values_1577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1578(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14486,7 +14507,7 @@ call_topk_indices_1578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1579(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14497,7 +14518,7 @@ call_topk_values_1579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1580(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14508,7 +14529,7 @@ call_topk_indices_1580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1581(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14519,7 +14540,7 @@ call_topk_values_1581(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1582(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14530,7 +14551,7 @@ call_topk_indices_1582(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1583(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14541,7 +14562,7 @@ call_topk_values_1583(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1584(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14552,7 +14573,7 @@ call_topk_indices_1584(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1585(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14562,7 +14583,7 @@ call_avg_pool2d_1585(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1586(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14572,7 +14593,7 @@ call_avg_pool2d_1586(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1587(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -14582,7 +14603,7 @@ call_avg_pool2d_1587(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1588(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14590,7 +14611,7 @@ call_avg_pool2d_1588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1589(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14598,7 +14619,7 @@ error_avg_pool2d_1589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1590(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
@@ -14606,7 +14627,7 @@ error_avg_pool2d_1590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1591(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14616,7 +14637,7 @@ error_avg_pool2d_1591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1592(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14624,7 +14645,7 @@ call_adaptive_avg_pool2d_1592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1593(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -14632,7 +14653,7 @@ call_adaptive_avg_pool2d_1593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1594(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -14640,7 +14661,7 @@ call_adaptive_avg_pool2d_1594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1595(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -14648,7 +14669,7 @@ call_adaptive_avg_pool2d_1595(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -14656,14 +14677,14 @@ error_adaptive_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14671,7 +14692,7 @@ error_adaptive_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1599(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14682,7 +14703,7 @@ call_avg_pool2d_backward_1599(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1600(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14693,7 +14714,7 @@ call_avg_pool2d_backward_1600(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_1601(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14704,7 +14725,7 @@ error_avg_pool2d_backward_1601(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_1602(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14712,7 +14733,7 @@ call_adaptive_avg_pool2d_backward_1602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_1603(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14720,14 +14741,14 @@ error_adaptive_avg_pool2d_backward_1603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1604(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1605(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 1};
@@ -14737,7 +14758,7 @@ call_conv2d_1605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1606(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14746,7 +14767,7 @@ call_conv2d_1606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1607(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t padding[] = {1, 0};
@@ -14754,14 +14775,14 @@ call_conv2d_1607(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1608(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1609(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -14770,42 +14791,42 @@ call_conv2d_1609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_1610(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1611(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1612(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
 }
 
 static yt_tensor *
-error_conv2d_1613(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1614(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1615(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -14813,7 +14834,7 @@ call_conv2d_padding_1615(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_1616(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14821,21 +14842,21 @@ call_conv2d_padding_1616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1617(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1618(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1619(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
@@ -14843,21 +14864,21 @@ error_conv2d_padding_1619(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1620(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1621(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1622(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14867,28 +14888,28 @@ call_conv1d_1622(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_1623(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1624(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1625(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1626(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 1};
@@ -14896,14 +14917,14 @@ error_conv1d_1626(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_1627(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_1628(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -14911,21 +14932,21 @@ call_conv1d_padding_1628(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1629(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1630(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1631(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -14934,7 +14955,7 @@ error_conv1d_padding_1631(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1632(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -14942,7 +14963,7 @@ error_conv1d_padding_1632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1633(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -14950,7 +14971,7 @@ call_conv_transpose2d_1633(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1634(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -14962,7 +14983,7 @@ call_conv_transpose2d_1634(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1635(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14971,7 +14992,7 @@ call_conv_transpose2d_1635(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1636(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14981,7 +15002,29 @@ call_conv_transpose2d_1636(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1637(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1640(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 2};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t output_padding[] = {1, 2};
+    static const int64_t dilation[] = {2, 3};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2,
+                                  output_padding, 2, 1, dilation, 2);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1641(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_padding[] = {1};
+    static const int64_t dilation[] = {2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, output_padding, 1,
+                                  1, dilation, 1);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -14989,7 +15032,7 @@ error_conv_transpose2d_1637(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1638(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -14997,7 +15040,7 @@ error_conv_transpose2d_1638(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1639(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
@@ -15005,7 +15048,7 @@ error_conv_transpose2d_1639(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1640(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15013,7 +15056,7 @@ error_conv_transpose2d_1640(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1641(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15025,7 +15068,7 @@ call_conv2d_backward_input_1641(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1642(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -15037,7 +15080,7 @@ call_conv2d_backward_input_1642(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1643(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15049,7 +15092,7 @@ error_conv2d_backward_input_1643(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1644(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15061,7 +15104,7 @@ call_conv2d_backward_weight_1644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1645(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -15073,7 +15116,7 @@ call_conv2d_backward_weight_1645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1646(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15085,35 +15128,35 @@ error_conv2d_backward_weight_1646(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1647(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1648(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1649(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1650(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1651(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15126,7 +15169,7 @@ call_max_pool2d_with_indices_values_1651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1652(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15139,7 +15182,7 @@ call_max_pool2d_with_indices_indices_1652(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1653(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15155,7 +15198,7 @@ call_max_pool2d_with_indices_values_1653(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1654(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15171,7 +15214,7 @@ call_max_pool2d_with_indices_indices_1654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1655(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15186,7 +15229,7 @@ call_max_pool2d_with_indices_values_1655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1656(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15201,7 +15244,7 @@ call_max_pool2d_with_indices_indices_1656(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1657(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15214,7 +15257,7 @@ call_max_pool2d_with_indices_values_1657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1658(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15227,7 +15270,7 @@ call_max_pool2d_with_indices_indices_1658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1659(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15240,7 +15283,7 @@ error_max_pool2d_with_indices_1659(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1660(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15252,7 +15295,7 @@ error_max_pool2d_with_indices_1660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1661(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15265,7 +15308,7 @@ error_max_pool2d_with_indices_1661(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1662(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15273,7 +15316,7 @@ call_max_pool2d_1662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1663(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15284,7 +15327,7 @@ call_max_pool2d_1663(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1664(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15294,7 +15337,7 @@ call_max_pool2d_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1665(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15302,14 +15345,14 @@ error_max_pool2d_1665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1666(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1667(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15317,7 +15360,7 @@ error_max_pool2d_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1668(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15325,7 +15368,7 @@ call_layer_norm_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1669(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15333,7 +15376,7 @@ call_layer_norm_1669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1670(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15341,7 +15384,7 @@ call_layer_norm_1670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1671(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15349,7 +15392,7 @@ call_layer_norm_1671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1672(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15357,14 +15400,14 @@ call_layer_norm_1672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1673(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1674(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15372,7 +15415,7 @@ error_layer_norm_1674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1675(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15380,7 +15423,7 @@ error_layer_norm_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1676(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15388,7 +15431,7 @@ error_layer_norm_1676(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1677(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15396,91 +15439,91 @@ error_layer_norm_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1678(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1679(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1680(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1681(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1682(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1683(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1684(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1685(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1686(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1687(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1690(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1691(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1692(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1693(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1694(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1690(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15488,7 +15531,7 @@ call_rms_norm_1690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1691(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15497,7 +15540,7 @@ call_rms_norm_1691(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1692(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15506,7 +15549,7 @@ call_rms_norm_1692(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1693(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15514,14 +15557,14 @@ call_rms_norm_1693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1694(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
-error_rms_norm_1695(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15529,7 +15572,7 @@ error_rms_norm_1695(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1696(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15537,7 +15580,7 @@ error_rms_norm_1696(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1697(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15545,28 +15588,28 @@ error_rms_norm_1697(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1698(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1699(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1700(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1701(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15574,7 +15617,7 @@ call_batch_norm_1701(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1702(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15582,7 +15625,7 @@ call_batch_norm_1702(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1703(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15590,252 +15633,280 @@ call_batch_norm_1703(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1704(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1705(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1706(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1707(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1708(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1709(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
 error_batch_norm_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1717(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1718(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1719(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1720(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1714(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1715(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1716(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1717(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1724(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1718(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1719(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1720(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1721(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1722(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1723(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1724(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1725(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1726(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1727(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1728(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1729(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1730(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1731(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1732(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1733(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
-}
-
-static yt_tensor *
 error_batch_norm_training_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1736(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1737(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1738(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1739(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1740(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1741(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1742(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1743(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1744(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1736(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1737(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1738(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1739(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15848,42 +15919,42 @@ error_row_norm_backward_1739(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1740(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1741(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1742(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1743(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1744(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1745(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15896,7 +15967,7 @@ error_batch_norm_backward_1745(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1746(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -15904,7 +15975,7 @@ error_batch_norm_backward_bias_backward_1746(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1747(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -15912,532 +15983,539 @@ error_batch_norm_backward_bias_backward_1747(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1748(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1749(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1750(yt_tensor *const *inputs, void *ctx)
+call_softmax_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1751(yt_tensor *const *inputs, void *ctx)
+call_softmax_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1752(yt_tensor *const *inputs, void *ctx)
+call_softmax_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1753(yt_tensor *const *inputs, void *ctx)
+call_softmax_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1754(yt_tensor *const *inputs, void *ctx)
+call_softmax_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1755(yt_tensor *const *inputs, void *ctx)
+error_softmax_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1756(yt_tensor *const *inputs, void *ctx)
+error_softmax_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1757(yt_tensor *const *inputs, void *ctx)
+error_softmax_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1758(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1759(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1760(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1761(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1762(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1763(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1764(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1765(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1766(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1767(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1768(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1769(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1770(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1771(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1772(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1773(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1774(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1775(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1776(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1777(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1778(yt_tensor *const *inputs, void *ctx)
+call_dropout_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1779(yt_tensor *const *inputs, void *ctx)
+call_dropout_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1780(yt_tensor *const *inputs, void *ctx)
+call_dropout_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1781(yt_tensor *const *inputs, void *ctx)
+call_dropout_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1782(yt_tensor *const *inputs, void *ctx)
+call_dropout_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1783(yt_tensor *const *inputs, void *ctx)
+error_dropout_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1784(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1785(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1786(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1787(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1788(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1789(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1790(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1791(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1792(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1793(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1794(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1795(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1796(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1797(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1798(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1799(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1800(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1801(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1802(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1803(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1804(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1805(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1806(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1807(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1808(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1809(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1810(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1811(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1812(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1813(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1814(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1815(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1816(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1817(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1818(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1819(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1828(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1820(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1821(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1822(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1823(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16445,28 +16523,43 @@ call_binary_cross_entropy_with_logits_1823(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1824(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1825(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1826(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1827(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1837(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1838(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16474,245 +16567,280 @@ error_binary_cross_entropy_with_logits_1827(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1828(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1829(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1830(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1831(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1832(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1833(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1834(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1835(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1836(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1837(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1849(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+}
+
+static yt_tensor *
+error_nll_loss_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1838(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1839(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1840(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1841(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1842(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1843(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1844(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1845(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1846(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1847(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1848(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1849(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1850(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1851(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1852(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1853(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1866(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1854(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1855(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1856(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1870(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1857(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1872(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1858(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1859(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1860(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1876(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+}
+
+static yt_tensor *
+error_cross_entropy_index_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1861(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16720,7 +16848,7 @@ call_scaled_dot_product_attention_1862(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -16728,7 +16856,7 @@ call_scaled_dot_product_attention_1863(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1864(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -16736,7 +16864,7 @@ call_scaled_dot_product_attention_1864(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1865(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
@@ -16744,7 +16872,7 @@ call_scaled_dot_product_attention_1865(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1866(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16752,7 +16880,7 @@ call_scaled_dot_product_attention_1866(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1867(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16760,7 +16888,7 @@ call_scaled_dot_product_attention_1867(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1868(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16768,7 +16896,7 @@ call_scaled_dot_product_attention_1868(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1869(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16776,7 +16904,7 @@ error_scaled_dot_product_attention_1869(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1870(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16784,7 +16912,7 @@ error_scaled_dot_product_attention_1870(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1871(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16792,7 +16920,7 @@ error_scaled_dot_product_attention_1871(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1872(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16800,7 +16928,7 @@ error_scaled_dot_product_attention_1872(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1873(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16808,7 +16936,7 @@ error_scaled_dot_product_attention_1873(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1874(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16816,7 +16944,7 @@ error_scaled_dot_product_attention_1874(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1875(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16828,7 +16956,7 @@ call_scaled_dot_product_attention_math_output_1875(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1876(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16840,7 +16968,7 @@ call_scaled_dot_product_attention_math_attn_1876(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1877(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16852,7 +16980,7 @@ call_scaled_dot_product_attention_math_output_1877(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1878(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16864,7 +16992,7 @@ call_scaled_dot_product_attention_math_attn_1878(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1879(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16876,7 +17004,7 @@ call_scaled_dot_product_attention_math_output_1879(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1880(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16888,7 +17016,7 @@ call_scaled_dot_product_attention_math_attn_1880(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1881(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16900,7 +17028,7 @@ call_scaled_dot_product_attention_math_output_1881(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1882(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16912,7 +17040,7 @@ call_scaled_dot_product_attention_math_attn_1882(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1883(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16924,7 +17052,7 @@ error_scaled_dot_product_attention_math_1883(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1884(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16936,7 +17064,7 @@ error_scaled_dot_product_attention_math_1884(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1885(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1902(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16948,7 +17076,7 @@ error_scaled_dot_product_attention_math_1885(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1886(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16960,7 +17088,7 @@ error_scaled_dot_product_attention_math_1886(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1887(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -16972,7 +17100,7 @@ error_scaled_dot_product_attention_math_1887(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1888(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16986,7 +17114,7 @@ error_scaled_dot_product_attention_math_backward_1888(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1889(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17000,7 +17128,7 @@ error_scaled_dot_product_attention_math_backward_1889(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1890(yt_tensor *const *inputs, void *ctx)
+call_empty_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17009,7 +17137,7 @@ call_empty_1890(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1891(yt_tensor *const *inputs, void *ctx)
+call_empty_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17018,7 +17146,7 @@ call_empty_1891(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1892(yt_tensor *const *inputs, void *ctx)
+call_empty_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17026,7 +17154,7 @@ call_empty_1892(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1893(yt_tensor *const *inputs, void *ctx)
+call_zeros_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17035,7 +17163,7 @@ call_zeros_1893(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1894(yt_tensor *const *inputs, void *ctx)
+call_ones_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17044,7 +17172,7 @@ call_ones_1894(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1895(yt_tensor *const *inputs, void *ctx)
+call_full_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17053,7 +17181,7 @@ call_full_1895(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1896(yt_tensor *const *inputs, void *ctx)
+call_full_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17062,7 +17190,7 @@ call_full_1896(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1897(yt_tensor *const *inputs, void *ctx)
+call_full_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17071,77 +17199,77 @@ call_full_1897(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1898(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1899(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1900(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1901(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1902(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1903(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1904(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1905(yt_tensor *const *inputs, void *ctx)
+call_full_like_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1906(yt_tensor *const *inputs, void *ctx)
+call_full_like_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1907(yt_tensor *const *inputs, void *ctx)
+call_full_like_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1908(yt_tensor *const *inputs, void *ctx)
+call_arange_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17149,7 +17277,7 @@ call_arange_1908(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1909(yt_tensor *const *inputs, void *ctx)
+call_linspace_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17157,7 +17285,7 @@ call_linspace_1909(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1910(yt_tensor *const *inputs, void *ctx)
+call_linspace_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17165,7 +17293,7 @@ call_linspace_1910(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1911(yt_tensor *const *inputs, void *ctx)
+call_linspace_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17173,7 +17301,7 @@ call_linspace_1911(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1912(yt_tensor *const *inputs, void *ctx)
+call_eye_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17181,7 +17309,7 @@ call_eye_1912(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1913(yt_tensor *const *inputs, void *ctx)
+call_eye_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17189,7 +17317,7 @@ call_eye_1913(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1914(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17197,7 +17325,7 @@ call_eye_m_1914(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1915(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17205,7 +17333,7 @@ call_eye_m_1915(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1916(yt_tensor *const *inputs, void *ctx)
+call_rand_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17214,7 +17342,7 @@ call_rand_1916(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1917(yt_tensor *const *inputs, void *ctx)
+error_rand_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17223,7 +17351,7 @@ error_rand_1917(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1918(yt_tensor *const *inputs, void *ctx)
+call_randn_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17232,7 +17360,7 @@ call_randn_1918(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1919(yt_tensor *const *inputs, void *ctx)
+error_randn_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17241,35 +17369,35 @@ error_randn_1919(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1920(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1921(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1922(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1923(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1924(yt_tensor *const *inputs, void *ctx)
+call_randint_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17278,7 +17406,7 @@ call_randint_1924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1925(yt_tensor *const *inputs, void *ctx)
+call_randint_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17287,7 +17415,7 @@ call_randint_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1926(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17296,7 +17424,7 @@ call_randint_low_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1927(yt_tensor *const *inputs, void *ctx)
+call_randperm_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17304,7 +17432,7 @@ call_randperm_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1928(yt_tensor *const *inputs, void *ctx)
+call_randperm_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17312,14 +17440,14 @@ call_randperm_1928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1929(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1930(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17331,14 +17459,14 @@ inplace_bernoulli_p_1930(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1931(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1932(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17350,14 +17478,14 @@ inplace_bernoulli_p_1932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1933(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1934(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17369,14 +17497,14 @@ inplace_bernoulli_p_1934(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1935(yt_tensor *const *inputs, void *ctx)
+call_normal_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1936(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17388,14 +17516,14 @@ inplace_normal_1936(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1937(yt_tensor *const *inputs, void *ctx)
+call_normal_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1938(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1955(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17407,14 +17535,14 @@ inplace_normal_1938(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1939(yt_tensor *const *inputs, void *ctx)
+call_normal_1956(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1940(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1957(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17426,21 +17554,21 @@ inplace_normal_1940(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1941(yt_tensor *const *inputs, void *ctx)
+error_normal_1958(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1942(yt_tensor *const *inputs, void *ctx)
+call_uniform_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1943(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17452,14 +17580,14 @@ inplace_uniform_1943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1944(yt_tensor *const *inputs, void *ctx)
+call_uniform_1961(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1945(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1962(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17471,14 +17599,14 @@ inplace_uniform_1945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1946(yt_tensor *const *inputs, void *ctx)
+call_uniform_1963(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1947(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17490,35 +17618,35 @@ inplace_uniform_1947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1948(yt_tensor *const *inputs, void *ctx)
+error_uniform_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1949(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1950(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1967(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1951(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1968(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1952(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1969(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17526,7 +17654,7 @@ call_sum_to_1952(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1953(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1970(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17534,7 +17662,7 @@ call_sum_to_1953(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1954(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -23493,7 +23621,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 0",
+        .where = "ops.yaml:1504 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -23507,7 +23635,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 1",
+        .where = "ops.yaml:1504 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -23521,7 +23649,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 2",
+        .where = "ops.yaml:1504 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -23533,7 +23661,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 3",
+        .where = "ops.yaml:1504 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -23547,7 +23675,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 4",
+        .where = "ops.yaml:1504 sample 4",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23562,7 +23690,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 5",
+        .where = "ops.yaml:1504 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -23576,7 +23704,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 6",
+        .where = "ops.yaml:1504 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -23589,7 +23717,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 7",
+        .where = "ops.yaml:1504 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -23601,7 +23729,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 8",
+        .where = "ops.yaml:1504 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -23613,12 +23741,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1500 sample 9",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:1504 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1275,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23626,54 +23752,38 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "linear",
+        .where = "ops.yaml:1504 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_1276,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1504 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_1277,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1526 sample 0",
+        .where = "ops.yaml:1532 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1280,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mm_mat1_backward",
-        .where = "ops.yaml:1526 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] =
-            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1281,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mm_mat1_backward",
-        .where = "ops.yaml:1526 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1282,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mm_mat1_backward",
-        .where = "ops.yaml:1526 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_mm_mat1_backward_1283,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23681,54 +23791,54 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:1532 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mm_mat1_backward_1284,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:1532 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat1_backward_1285,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:1532 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mm_mat1_backward_1286,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1547 sample 0",
+        .where = "ops.yaml:1553 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1288,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mm_mat2_backward",
-        .where = "ops.yaml:1547 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] =
-            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1289,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mm_mat2_backward",
-        .where = "ops.yaml:1547 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1290,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mm_mat2_backward",
-        .where = "ops.yaml:1547 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .call = call_mm_mat2_backward_1291,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23736,11 +23846,53 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "mm_mat2_backward",
+        .where = "ops.yaml:1553 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mm_mat2_backward_1292,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat2_backward",
+        .where = "ops.yaml:1553 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mm_mat2_backward_1293,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat2_backward",
+        .where = "ops.yaml:1553 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat2_backward_1294,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "t",
-        .where = "ops.yaml:1565 sample 0",
+        .where = "ops.yaml:1571 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1296,
+        .call = call_t_1299,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23748,10 +23900,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1565 sample 1",
+        .where = "ops.yaml:1571 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1297,
+        .call = call_t_1300,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23759,10 +23911,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1576 sample 0",
+        .where = "ops.yaml:1582 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1299,
+        .call = call_transpose_1302,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23770,10 +23922,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1576 sample 1",
+        .where = "ops.yaml:1582 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1300,
+        .call = call_transpose_1303,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23781,10 +23933,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1590 sample 0",
+        .where = "ops.yaml:1596 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_1303,
+        .call = call_permute_1306,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23792,10 +23944,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1599 sample 0",
+        .where = "ops.yaml:1605 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1306,
+        .call = call_view_1309,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23803,10 +23955,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1599 sample 1",
+        .where = "ops.yaml:1605 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1307,
+        .call = call_view_1310,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23814,10 +23966,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1609 sample 0",
+        .where = "ops.yaml:1615 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1308,
+        .call = call_reshape_1311,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23825,11 +23977,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1609 sample 1",
+        .where = "ops.yaml:1615 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1309,
+        .call = call_reshape_1312,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23837,10 +23989,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1619 sample 0",
+        .where = "ops.yaml:1625 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1310,
+        .call = call_expand_1313,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23848,10 +24000,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1619 sample 1",
+        .where = "ops.yaml:1625 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1311,
+        .call = call_expand_1314,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23859,10 +24011,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1629 sample 0",
+        .where = "ops.yaml:1635 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1312,
+        .call = call_squeeze_1315,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23870,10 +24022,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1639 sample 0",
+        .where = "ops.yaml:1645 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1313,
+        .call = call_squeeze_dim_1316,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23881,10 +24033,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1639 sample 1",
+        .where = "ops.yaml:1645 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1314,
+        .call = call_squeeze_dim_1317,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23892,10 +24044,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1650 sample 0",
+        .where = "ops.yaml:1656 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1316,
+        .call = call_unsqueeze_1319,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23903,10 +24055,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1650 sample 1",
+        .where = "ops.yaml:1656 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1317,
+        .call = call_unsqueeze_1320,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23914,10 +24066,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1664 sample 0",
+        .where = "ops.yaml:1670 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1319,
+        .call = call_slice_1322,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23925,10 +24077,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1664 sample 1",
+        .where = "ops.yaml:1670 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1320,
+        .call = call_slice_1323,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23936,10 +24088,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1675 sample 0",
+        .where = "ops.yaml:1681 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1323,
+        .call = call_select_1326,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23947,10 +24099,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1675 sample 1",
+        .where = "ops.yaml:1681 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1324,
+        .call = call_select_1327,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23958,11 +24110,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1685 sample 0",
+        .where = "ops.yaml:1691 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1326,
+        .call = call_contiguous_1329,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23970,43 +24122,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1698 sample 0",
+        .where = "ops.yaml:1704 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1327,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "flatten.using_ints",
-        .where = "ops.yaml:1698 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1328,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "flatten.using_ints",
-        .where = "ops.yaml:1698 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flatten_1329,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "flatten.using_ints",
-        .where = "ops.yaml:1698 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1330,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24015,9 +24133,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1698 sample 4",
+        .where = "ops.yaml:1704 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1331,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24025,34 +24143,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "unflatten.int",
-        .where = "ops.yaml:1717 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1335,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "unflatten.int",
-        .where = "ops.yaml:1717 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1336,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "unflatten.int",
-        .where = "ops.yaml:1717 sample 2",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1704 sample 2",
         .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unflatten_1337,
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_flatten_1332,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1704 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1333,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1704 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1334,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24060,9 +24178,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1717 sample 3",
+        .where = "ops.yaml:1723 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1338,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24070,34 +24188,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "broadcast_to",
-        .where = "ops.yaml:1729 sample 0",
+        .op = "unflatten.int",
+        .where = "ops.yaml:1723 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1342,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1339,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "broadcast_to",
-        .where = "ops.yaml:1729 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1343,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "broadcast_to",
-        .where = "ops.yaml:1729 sample 2",
+        .op = "unflatten.int",
+        .where = "ops.yaml:1723 sample 2",
         .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_broadcast_to_1344,
+            {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unflatten_1340,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1723 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1341,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24105,9 +24223,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1729 sample 3",
+        .where = "ops.yaml:1735 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1345,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24115,34 +24233,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "narrow",
-        .where = "ops.yaml:1747 sample 0",
+        .op = "broadcast_to",
+        .where = "ops.yaml:1735 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1346,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1346,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "narrow",
-        .where = "ops.yaml:1747 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1347,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "narrow",
-        .where = "ops.yaml:1747 sample 2",
+        .op = "broadcast_to",
+        .where = "ops.yaml:1735 sample 2",
         .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_narrow_1348,
+            {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_broadcast_to_1347,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1735 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1348,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24150,9 +24268,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1747 sample 3",
+        .where = "ops.yaml:1753 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1349,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24160,34 +24278,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "repeat",
-        .where = "ops.yaml:1762 sample 0",
+        .op = "narrow",
+        .where = "ops.yaml:1753 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1353,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1350,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "repeat",
-        .where = "ops.yaml:1762 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1354,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "repeat",
-        .where = "ops.yaml:1762 sample 2",
+        .op = "narrow",
+        .where = "ops.yaml:1753 sample 2",
         .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_repeat_1355,
+            {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_narrow_1351,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1753 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1352,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24195,9 +24313,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1762 sample 3",
+        .where = "ops.yaml:1768 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1356,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24206,9 +24324,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1762 sample 4",
+        .where = "ops.yaml:1768 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1357,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24217,9 +24335,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1762 sample 5",
+        .where = "ops.yaml:1768 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_repeat_1358,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24227,44 +24346,43 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "repeat",
+        .where = "ops.yaml:1768 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1359,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1768 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1360,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1768 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1361,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "flip",
-        .where = "ops.yaml:1777 sample 0",
+        .where = "ops.yaml:1783 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1360,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "flip",
-        .where = "ops.yaml:1777 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1361,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "flip",
-        .where = "ops.yaml:1777 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flip_1362,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "flip",
-        .where = "ops.yaml:1777 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1363,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24273,9 +24391,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1777 sample 4",
+        .where = "ops.yaml:1783 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1364,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24283,44 +24401,44 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "roll",
-        .where = "ops.yaml:1794 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1366,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "roll",
-        .where = "ops.yaml:1794 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1367,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "roll",
-        .where = "ops.yaml:1794 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1368,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "roll",
-        .where = "ops.yaml:1794 sample 3",
+        .op = "flip",
+        .where = "ops.yaml:1783 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_flip_1365,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1783 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1366,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1783 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1367,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1800 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1369,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24329,9 +24447,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1794 sample 4",
+        .where = "ops.yaml:1800 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1370,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24339,34 +24457,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "tril",
-        .where = "ops.yaml:1818 sample 0",
+        .op = "roll",
+        .where = "ops.yaml:1800 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1373,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1371,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "tril",
-        .where = "ops.yaml:1818 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1374,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tril",
-        .where = "ops.yaml:1818 sample 2",
+        .op = "roll",
+        .where = "ops.yaml:1800 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tril_1375,
+        .call = call_roll_1372,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1800 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1373,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24374,9 +24492,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1818 sample 3",
+        .where = "ops.yaml:1824 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1376,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24385,9 +24503,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1818 sample 4",
+        .where = "ops.yaml:1824 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1377,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24395,34 +24513,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "triu",
-        .where = "ops.yaml:1834 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1379,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "triu",
-        .where = "ops.yaml:1834 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1380,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "triu",
-        .where = "ops.yaml:1834 sample 2",
+        .op = "tril",
+        .where = "ops.yaml:1824 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_triu_1381,
+        .call = call_tril_1378,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1824 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1379,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1824 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1380,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24430,9 +24548,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1834 sample 3",
+        .where = "ops.yaml:1840 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1382,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24441,9 +24559,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1834 sample 4",
+        .where = "ops.yaml:1840 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1383,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24451,44 +24569,44 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "pad",
-        .where = "ops.yaml:1848 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1385,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1848 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1386,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1848 sample 2",
+        .op = "triu",
+        .where = "ops.yaml:1840 sample 2",
         .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_pad_1387,
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_triu_1384,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1840 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1385,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1840 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1386,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1848 sample 3",
+        .where = "ops.yaml:1854 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1388,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24497,9 +24615,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1848 sample 4",
+        .where = "ops.yaml:1854 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1389,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24508,9 +24626,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1848 sample 5",
+        .where = "ops.yaml:1854 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_pad_1390,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24519,9 +24638,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1848 sample 6",
+        .where = "ops.yaml:1854 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1391,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24530,13 +24649,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1848 sample 7",
+        .where = "ops.yaml:1854 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1392,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24544,33 +24659,70 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "pad",
+        .where = "ops.yaml:1854 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1393,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1854 sample 6",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1394,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1854 sample 7",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pad_1395,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "cat",
-        .where = "ops.yaml:1868 sample 0",
+        .where = "ops.yaml:1874 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1394,
+        .call = call_cat_1397,
         .call_inplace = NULL,
-        .call_out = out_cat_1395,
+        .call_out = out_cat_1398,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1868 sample 1",
+        .where = "ops.yaml:1874 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1396,
+        .call = call_cat_1399,
         .call_inplace = NULL,
-        .call_out = out_cat_1397,
+        .call_out = out_cat_1400,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1868 sample 2",
+        .where = "ops.yaml:1874 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -24578,84 +24730,43 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1398,
+        .call = call_cat_1401,
         .call_inplace = NULL,
-        .call_out = out_cat_1399,
+        .call_out = out_cat_1402,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1868 sample 3",
+        .where = "ops.yaml:1874 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1400,
+        .call = call_cat_1403,
         .call_inplace = NULL,
-        .call_out = out_cat_1401,
+        .call_out = out_cat_1404,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1868 sample 4",
+        .where = "ops.yaml:1874 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = call_cat_1402,
+        .call = call_cat_1405,
         .call_inplace = NULL,
-        .call_out = out_cat_1403,
+        .call_out = out_cat_1406,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1889 sample 0",
+        .where = "ops.yaml:1895 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1404,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1889 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1405,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1889 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors",
-                      .dim = 2,
-                      .sizes = {3, 2},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1406,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1889 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1407,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24664,10 +24775,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1889 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1895 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1408,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24675,11 +24787,51 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "stack",
+        .where = "ops.yaml:1895 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1409,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1895 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1410,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1895 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1411,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "split.Tensor",
-        .where = "ops.yaml:1903 sample 0",
+        .where = "ops.yaml:1909 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1409,
+        .call = call_split_1412,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24687,10 +24839,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1903 sample 1",
+        .where = "ops.yaml:1909 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1411,
+        .call = call_split_1414,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24698,11 +24850,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1903 sample 2",
+        .where = "ops.yaml:1909 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_1413,
+        .call = call_split_1416,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24710,10 +24862,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1903 sample 3",
+        .where = "ops.yaml:1909 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1415,
+        .call = call_split_1418,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24721,10 +24873,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1916 sample 0",
+        .where = "ops.yaml:1922 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1417,
+        .call = call_split_with_sizes_1420,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24732,10 +24884,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1916 sample 1",
+        .where = "ops.yaml:1922 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1419,
+        .call = call_split_with_sizes_1422,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24743,11 +24895,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1916 sample 2",
+        .where = "ops.yaml:1922 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_with_sizes_1421,
+        .call = call_split_with_sizes_1424,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24755,10 +24907,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1916 sample 3",
+        .where = "ops.yaml:1922 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1423,
+        .call = call_split_with_sizes_1426,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24766,10 +24918,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1929 sample 0",
+        .where = "ops.yaml:1935 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1425,
+        .call = call_chunk_1428,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24777,10 +24929,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1929 sample 1",
+        .where = "ops.yaml:1935 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1427,
+        .call = call_chunk_1430,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24788,11 +24940,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1929 sample 2",
+        .where = "ops.yaml:1935 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_chunk_1429,
+        .call = call_chunk_1432,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24800,10 +24952,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1929 sample 3",
+        .where = "ops.yaml:1935 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1431,
+        .call = call_chunk_1434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24811,10 +24963,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1942 sample 0",
+        .where = "ops.yaml:1948 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1433,
+        .call = call_unbind_1436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24822,10 +24974,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1942 sample 1",
+        .where = "ops.yaml:1948 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1435,
+        .call = call_unbind_1438,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24833,11 +24985,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1942 sample 2",
+        .where = "ops.yaml:1948 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unbind_1437,
+        .call = call_unbind_1440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24845,10 +24997,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1942 sample 3",
+        .where = "ops.yaml:1948 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1439,
+        .call = call_unbind_1442,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24856,410 +25008,410 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1959 sample 0",
+        .where = "ops.yaml:1965 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1441,
+        .call = call_index_select_1444,
         .call_inplace = NULL,
-        .call_out = out_index_select_1442,
+        .call_out = out_index_select_1445,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1959 sample 1",
+        .where = "ops.yaml:1965 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1443,
+        .call = call_index_select_1446,
         .call_inplace = NULL,
-        .call_out = out_index_select_1444,
+        .call_out = out_index_select_1447,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1959 sample 2",
+        .where = "ops.yaml:1965 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_1445,
+        .call = call_index_select_1448,
         .call_inplace = NULL,
-        .call_out = out_index_select_1446,
+        .call_out = out_index_select_1449,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1959 sample 3",
+        .where = "ops.yaml:1965 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_1447,
+        .call = call_index_select_1450,
         .call_inplace = NULL,
-        .call_out = out_index_select_1448,
+        .call_out = out_index_select_1451,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1959 sample 4",
+        .where = "ops.yaml:1965 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_1449,
+        .call = call_index_select_1452,
         .call_inplace = NULL,
-        .call_out = out_index_select_1450,
+        .call_out = out_index_select_1453,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1959 sample 5",
+        .where = "ops.yaml:1965 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_1451,
+        .call = call_index_select_1454,
         .call_inplace = NULL,
-        .call_out = out_index_select_1452,
+        .call_out = out_index_select_1455,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1983 sample 0",
+        .where = "ops.yaml:1989 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1455,
+        .call = call_index_add_1458,
         .call_inplace = NULL,
-        .call_out = out_index_add_1456,
+        .call_out = out_index_add_1459,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1983 sample 1",
+        .where = "ops.yaml:1989 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1457,
+        .call = call_index_add_1460,
         .call_inplace = NULL,
-        .call_out = out_index_add_1458,
+        .call_out = out_index_add_1461,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1983 sample 2",
+        .where = "ops.yaml:1989 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_1459,
+        .call = call_index_add_1462,
         .call_inplace = NULL,
-        .call_out = out_index_add_1460,
+        .call_out = out_index_add_1463,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1983 sample 3",
+        .where = "ops.yaml:1989 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1461,
+        .call = call_index_add_1464,
         .call_inplace = NULL,
-        .call_out = out_index_add_1462,
+        .call_out = out_index_add_1465,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1983 sample 4",
+        .where = "ops.yaml:1989 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1463,
+        .call = call_index_add_1466,
         .call_inplace = NULL,
-        .call_out = out_index_add_1464,
+        .call_out = out_index_add_1467,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:1998 sample 0",
+        .where = "ops.yaml:2004 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1467,
+        .call = call_index_copy_1470,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1468,
+        .call_out = out_index_copy_1471,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:1998 sample 1",
+        .where = "ops.yaml:2004 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1469,
+        .call = call_index_copy_1472,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1470,
+        .call_out = out_index_copy_1473,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:1998 sample 2",
+        .where = "ops.yaml:2004 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1471,
+        .call = call_index_copy_1474,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1472,
+        .call_out = out_index_copy_1475,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2011 sample 0",
+        .where = "ops.yaml:2017 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1475,
+        .call = call_gather_1478,
         .call_inplace = NULL,
-        .call_out = out_gather_1476,
+        .call_out = out_gather_1479,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2011 sample 1",
+        .where = "ops.yaml:2017 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_1477,
+        .call = call_gather_1480,
         .call_inplace = NULL,
-        .call_out = out_gather_1478,
+        .call_out = out_gather_1481,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2011 sample 2",
+        .where = "ops.yaml:2017 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1479,
+        .call = call_gather_1482,
         .call_inplace = NULL,
-        .call_out = out_gather_1480,
+        .call_out = out_gather_1483,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2011 sample 3",
+        .where = "ops.yaml:2017 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_1481,
+        .call = call_gather_1484,
         .call_inplace = NULL,
-        .call_out = out_gather_1482,
+        .call_out = out_gather_1485,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2011 sample 4",
+        .where = "ops.yaml:2017 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_1483,
+        .call = call_gather_1486,
         .call_inplace = NULL,
-        .call_out = out_gather_1484,
+        .call_out = out_gather_1487,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2034 sample 0",
+        .where = "ops.yaml:2040 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1487,
+        .call = call_scatter_1490,
         .call_inplace = NULL,
-        .call_out = out_scatter_1488,
+        .call_out = out_scatter_1491,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2034 sample 1",
+        .where = "ops.yaml:2040 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1489,
+        .call = call_scatter_1492,
         .call_inplace = NULL,
-        .call_out = out_scatter_1490,
+        .call_out = out_scatter_1493,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2034 sample 2",
+        .where = "ops.yaml:2040 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1491,
+        .call = call_scatter_1494,
         .call_inplace = NULL,
-        .call_out = out_scatter_1492,
+        .call_out = out_scatter_1495,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2034 sample 3",
+        .where = "ops.yaml:2040 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1493,
+        .call = call_scatter_1496,
         .call_inplace = NULL,
-        .call_out = out_scatter_1494,
+        .call_out = out_scatter_1497,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2055 sample 0",
+        .where = "ops.yaml:2061 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_1497,
+        .call = call_scatter_value_1500,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1498,
+        .call_out = out_scatter_value_1501,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2055 sample 1",
+        .where = "ops.yaml:2061 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_1499,
+        .call = call_scatter_value_1502,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1500,
+        .call_out = out_scatter_value_1503,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2055 sample 2",
+        .where = "ops.yaml:2061 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_1501,
+        .call = call_scatter_value_1504,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1502,
+        .call_out = out_scatter_value_1505,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2068 sample 0",
+        .where = "ops.yaml:2074 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1505,
+        .call = call_scatter_add_1508,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1506,
+        .call_out = out_scatter_add_1509,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2068 sample 1",
+        .where = "ops.yaml:2074 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1507,
+        .call = call_scatter_add_1510,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1508,
+        .call_out = out_scatter_add_1511,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2068 sample 2",
+        .where = "ops.yaml:2074 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_1509,
+        .call = call_scatter_add_1512,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1510,
+        .call_out = out_scatter_add_1513,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2068 sample 3",
+        .where = "ops.yaml:2074 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1511,
+        .call = call_scatter_add_1514,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1512,
+        .call_out = out_scatter_add_1515,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2068 sample 4",
+        .where = "ops.yaml:2074 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1513,
+        .call = call_scatter_add_1516,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1514,
+        .call_out = out_scatter_add_1517,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2087 sample 0",
+        .where = "ops.yaml:2093 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1517,
+        .call = call_embedding_1520,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25267,7 +25419,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2087 sample 1",
+        .where = "ops.yaml:2093 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25277,7 +25429,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_1518,
+        .call = call_embedding_1521,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25285,11 +25437,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2087 sample 2",
+        .where = "ops.yaml:2093 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_1519,
+        .call = call_embedding_1522,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25297,11 +25449,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2087 sample 3",
+        .where = "ops.yaml:2093 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1520,
+        .call = call_embedding_1523,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25309,12 +25461,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2101 sample 0",
+        .where = "ops.yaml:2107 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_1524,
+        .call = call_embedding_dense_backward_1527,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25322,11 +25474,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2101 sample 1",
+        .where = "ops.yaml:2107 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_1525,
+        .call = call_embedding_dense_backward_1528,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25334,42 +25486,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2128 sample 0",
+        .where = "ops.yaml:2134 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_1527,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "one_hot",
-        .where = "ops.yaml:2128 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1528,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "one_hot",
-        .where = "ops.yaml:2128 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_1529,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "one_hot",
-        .where = "ops.yaml:2128 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_1530,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25377,44 +25496,43 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "one_hot",
+        .where = "ops.yaml:2134 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1531,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:2134 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_one_hot_1532,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:2134 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1533,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "nonzero",
-        .where = "ops.yaml:2140 sample 0",
+        .where = "ops.yaml:2146 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1532,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "nonzero",
-        .where = "ops.yaml:2140 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_1533,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "nonzero",
-        .where = "ops.yaml:2140 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_1534,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "nonzero",
-        .where = "ops.yaml:2140 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_1535,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25422,48 +25540,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "nonzero",
+        .where = "ops.yaml:2146 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .call = call_nonzero_1536,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:2146 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_nonzero_1537,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:2146 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1538,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "masked_select",
-        .where = "ops.yaml:2153 sample 0",
+        .where = "ops.yaml:2159 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1536,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2153 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1537,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2153 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1538,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2153 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1539,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25472,10 +25587,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2153 sample 4",
+        .where = "ops.yaml:2159 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1540,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25483,34 +25598,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argsort",
-        .where = "ops.yaml:2168 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1543,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argsort",
-        .where = "ops.yaml:2168 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1544,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argsort",
-        .where = "ops.yaml:2168 sample 2",
-        .n_inputs = 1,
+        .op = "masked_select",
+        .where = "ops.yaml:2159 sample 2",
+        .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_1545,
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1541,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2159 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1542,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2159 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1543,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25518,9 +25636,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2168 sample 3",
+        .where = "ops.yaml:2174 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1546,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25529,9 +25647,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2168 sample 4",
+        .where = "ops.yaml:2174 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1547,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25539,11 +25657,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argsort.stable",
-        .where = "ops.yaml:2184 sample 0",
+        .op = "argsort",
+        .where = "ops.yaml:2174 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_stable_1548,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argsort_1548,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2174 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1549,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2174 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1550,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25551,11 +25692,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2184 sample 1",
+        .where = "ops.yaml:2190 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_stable_1551,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort.stable",
+        .where = "ops.yaml:2190 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_stable_1549,
+        .call = call_argsort_stable_1552,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25563,7 +25715,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2195 sample 0",
+        .where = "ops.yaml:2201 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25572,7 +25724,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 4,
                       .optional = true},
-        .call = call_index_1550,
+        .call = call_index_1553,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25580,7 +25732,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2195 sample 1",
+        .where = "ops.yaml:2201 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25589,7 +25741,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1551,
+        .call = call_index_1554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25597,7 +25749,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2195 sample 2",
+        .where = "ops.yaml:2201 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25612,7 +25764,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 2,
                       .optional = true},
-        .call = call_index_1552,
+        .call = call_index_1555,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25620,7 +25772,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2195 sample 3",
+        .where = "ops.yaml:2201 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25629,7 +25781,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_index_1553,
+        .call = call_index_1556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25637,12 +25789,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2195 sample 4",
+        .where = "ops.yaml:2201 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
-        .call = call_index_1554,
+        .call = call_index_1557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25650,7 +25802,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2195 sample 5",
+        .where = "ops.yaml:2201 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25659,7 +25811,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1555,
+        .call = call_index_1558,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25667,7 +25819,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2210 sample 0",
+        .where = "ops.yaml:2216 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25677,7 +25829,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 4,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1556,
+        .call = call_index_put_1559,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25685,7 +25837,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2210 sample 1",
+        .where = "ops.yaml:2216 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25695,7 +25847,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1557,
+        .call = call_index_put_1560,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25703,7 +25855,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2210 sample 2",
+        .where = "ops.yaml:2216 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25719,7 +25871,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1558,
+        .call = call_index_put_1561,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25727,7 +25879,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2210 sample 3",
+        .where = "ops.yaml:2216 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25737,7 +25889,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1559,
+        .call = call_index_put_1562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25745,7 +25897,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2210 sample 4",
+        .where = "ops.yaml:2216 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25755,7 +25907,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1560,
+        .call = call_index_put_1563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25763,10 +25915,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 0 result values",
+        .where = "ops.yaml:2231 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1561,
+        .call = call_sort_values_1564,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25774,10 +25926,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 0 result indices",
+        .where = "ops.yaml:2231 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1562,
+        .call = call_sort_indices_1565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25785,10 +25937,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 1 result values",
+        .where = "ops.yaml:2231 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1563,
+        .call = call_sort_values_1566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25796,10 +25948,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 1 result indices",
+        .where = "ops.yaml:2231 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1564,
+        .call = call_sort_indices_1567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25807,11 +25959,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 2 result values",
+        .where = "ops.yaml:2231 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_values_1565,
+        .call = call_sort_values_1568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25819,11 +25971,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 2 result indices",
+        .where = "ops.yaml:2231 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_indices_1566,
+        .call = call_sort_indices_1569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25831,10 +25983,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 3 result values",
+        .where = "ops.yaml:2231 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1567,
+        .call = call_sort_values_1570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25842,10 +25994,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 3 result indices",
+        .where = "ops.yaml:2231 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1568,
+        .call = call_sort_indices_1571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25853,10 +26005,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 4 result values",
+        .where = "ops.yaml:2231 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1569,
+        .call = call_sort_values_1572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25864,10 +26016,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2225 sample 4 result indices",
+        .where = "ops.yaml:2231 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1570,
+        .call = call_sort_indices_1573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25875,10 +26027,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2241 sample 0 result values",
+        .where = "ops.yaml:2247 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_values_1571,
+        .call = call_sort_stable_values_1574,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25886,10 +26038,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2241 sample 0 result indices",
+        .where = "ops.yaml:2247 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_indices_1572,
+        .call = call_sort_stable_indices_1575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25897,11 +26049,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2241 sample 1 result values",
+        .where = "ops.yaml:2247 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_values_1573,
+        .call = call_sort_stable_values_1576,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25909,11 +26061,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2241 sample 1 result indices",
+        .where = "ops.yaml:2247 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_indices_1574,
+        .call = call_sort_stable_indices_1577,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25921,10 +26073,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 0 result values",
+        .where = "ops.yaml:2261 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1575,
+        .call = call_topk_values_1578,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25932,10 +26084,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 0 result indices",
+        .where = "ops.yaml:2261 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1576,
+        .call = call_topk_indices_1579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25943,10 +26095,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 1 result values",
+        .where = "ops.yaml:2261 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1577,
+        .call = call_topk_values_1580,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25954,10 +26106,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 1 result indices",
+        .where = "ops.yaml:2261 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1578,
+        .call = call_topk_indices_1581,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25965,11 +26117,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 2 result values",
+        .where = "ops.yaml:2261 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_values_1579,
+        .call = call_topk_values_1582,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25977,11 +26129,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 2 result indices",
+        .where = "ops.yaml:2261 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_indices_1580,
+        .call = call_topk_indices_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25989,10 +26141,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 3 result values",
+        .where = "ops.yaml:2261 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1581,
+        .call = call_topk_values_1584,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26000,10 +26152,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 3 result indices",
+        .where = "ops.yaml:2261 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1582,
+        .call = call_topk_indices_1585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26011,10 +26163,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 4 result values",
+        .where = "ops.yaml:2261 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1583,
+        .call = call_topk_values_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26022,10 +26174,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2255 sample 4 result indices",
+        .where = "ops.yaml:2261 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1584,
+        .call = call_topk_indices_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26033,46 +26185,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2277 sample 0",
+        .where = "ops.yaml:2283 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1585,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "avg_pool2d",
-        .where = "ops.yaml:2277 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1586,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "avg_pool2d",
-        .where = "ops.yaml:2277 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .call = call_avg_pool2d_1587,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "avg_pool2d",
-        .where = "ops.yaml:2277 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1588,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26080,37 +26195,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2296 sample 0",
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2283 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1592,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2296 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1593,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2296 sample 2",
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2283 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_adaptive_avg_pool2d_1594,
+        .call = call_avg_pool2d_1590,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2283 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26118,9 +26233,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2296 sample 3",
+        .where = "ops.yaml:2302 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1595,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26128,13 +26243,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2311 sample 0",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1599,
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2302 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1596,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2302 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_adaptive_avg_pool2d_1597,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2302 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1598,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26142,11 +26281,24 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2311 sample 1",
+        .where = "ops.yaml:2317 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1602,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2317 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1600,
+        .call = call_avg_pool2d_backward_1603,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26154,12 +26306,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2324 sample 0",
+        .where = "ops.yaml:2330 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_1602,
+        .call = call_adaptive_avg_pool2d_backward_1605,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26167,13 +26319,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2371 sample 0",
+        .where = "ops.yaml:2377 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1604,
+        .call = call_conv2d_1607,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26181,13 +26333,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2371 sample 1",
+        .where = "ops.yaml:2377 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1605,
+        .call = call_conv2d_1608,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26195,13 +26347,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2371 sample 2",
+        .where = "ops.yaml:2377 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1606,
+        .call = call_conv2d_1609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26209,7 +26361,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2371 sample 3",
+        .where = "ops.yaml:2377 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -26223,7 +26375,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1607,
+        .call = call_conv2d_1610,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26231,13 +26383,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2371 sample 4",
+        .where = "ops.yaml:2377 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1608,
+        .call = call_conv2d_1611,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26245,11 +26397,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2371 sample 5",
+        .where = "ops.yaml:2377 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_1609,
+        .call = call_conv2d_1612,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26257,13 +26409,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2393 sample 0",
+        .where = "ops.yaml:2399 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1614,
+        .call = call_conv2d_padding_1617,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26271,13 +26423,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2393 sample 1",
+        .where = "ops.yaml:2399 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1615,
+        .call = call_conv2d_padding_1618,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26285,13 +26437,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2393 sample 2",
+        .where = "ops.yaml:2399 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1616,
+        .call = call_conv2d_padding_1619,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26299,13 +26451,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2413 sample 0",
+        .where = "ops.yaml:2419 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1621,
+        .call = call_conv1d_1624,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26313,13 +26465,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2413 sample 1",
+        .where = "ops.yaml:2419 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1622,
+        .call = call_conv1d_1625,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26327,14 +26479,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2413 sample 2",
+        .where = "ops.yaml:2419 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1623,
+        .call = call_conv1d_1626,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26342,13 +26494,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2432 sample 0",
+        .where = "ops.yaml:2438 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_1628,
+        .call = call_conv1d_padding_1631,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26356,13 +26508,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2450 sample 0",
+        .where = "ops.yaml:2456 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1633,
+        .call = call_conv_transpose2d_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26370,13 +26522,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2450 sample 1",
+        .where = "ops.yaml:2456 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1634,
+        .call = call_conv_transpose2d_1637,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26384,7 +26536,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2450 sample 2",
+        .where = "ops.yaml:2456 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26394,7 +26546,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1635,
+        .call = call_conv_transpose2d_1638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26402,11 +26554,37 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2450 sample 3",
+        .where = "ops.yaml:2456 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1636,
+        .call = call_conv_transpose2d_1639,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2456 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1640,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2456 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv_transpose2d_1641,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26414,12 +26592,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2466 sample 0",
+        .where = "ops.yaml:2475 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1641,
+        .call = call_conv2d_backward_input_1646,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26427,12 +26605,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2466 sample 1",
+        .where = "ops.yaml:2475 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1642,
+        .call = call_conv2d_backward_input_1647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26440,12 +26618,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2479 sample 0",
+        .where = "ops.yaml:2488 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1644,
+        .call = call_conv2d_backward_weight_1649,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26453,12 +26631,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2479 sample 1",
+        .where = "ops.yaml:2488 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1645,
+        .call = call_conv2d_backward_weight_1650,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26466,11 +26644,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2493 sample 0",
+        .where = "ops.yaml:2502 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1647,
+        .call = call_conv2d_backward_bias_1652,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26478,10 +26656,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2493 sample 1",
+        .where = "ops.yaml:2502 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1648,
+        .call = call_conv2d_backward_bias_1653,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26489,10 +26667,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2511 sample 0 result values",
+        .where = "ops.yaml:2520 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1651,
+        .call = call_max_pool2d_with_indices_values_1656,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26500,10 +26678,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2511 sample 0 result indices",
+        .where = "ops.yaml:2520 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1652,
+        .call = call_max_pool2d_with_indices_indices_1657,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26511,10 +26689,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2511 sample 1 result values",
+        .where = "ops.yaml:2520 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1653,
+        .call = call_max_pool2d_with_indices_values_1658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26522,10 +26700,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2511 sample 1 result indices",
+        .where = "ops.yaml:2520 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1654,
+        .call = call_max_pool2d_with_indices_indices_1659,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26533,14 +26711,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2511 sample 2 result values",
+        .where = "ops.yaml:2520 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_values_1655,
+        .call = call_max_pool2d_with_indices_values_1660,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26548,14 +26726,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2511 sample 2 result indices",
+        .where = "ops.yaml:2520 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_indices_1656,
+        .call = call_max_pool2d_with_indices_indices_1661,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26563,10 +26741,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2511 sample 3 result values",
+        .where = "ops.yaml:2520 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1657,
+        .call = call_max_pool2d_with_indices_values_1662,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26574,10 +26752,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2511 sample 3 result indices",
+        .where = "ops.yaml:2520 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1658,
+        .call = call_max_pool2d_with_indices_indices_1663,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26585,10 +26763,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2529 sample 0",
+        .where = "ops.yaml:2538 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1662,
+        .call = call_max_pool2d_1667,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26596,10 +26774,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2529 sample 1",
+        .where = "ops.yaml:2538 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1663,
+        .call = call_max_pool2d_1668,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26607,14 +26785,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2529 sample 2",
+        .where = "ops.yaml:2538 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_1664,
+        .call = call_max_pool2d_1669,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26622,14 +26800,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2554 sample 0",
+        .where = "ops.yaml:2563 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1668,
+        .call = call_layer_norm_1673,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26637,12 +26815,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2554 sample 1",
+        .where = "ops.yaml:2563 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1669,
+        .call = call_layer_norm_1674,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26650,13 +26828,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2554 sample 2",
+        .where = "ops.yaml:2563 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1670,
+        .call = call_layer_norm_1675,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26664,14 +26842,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2554 sample 3",
+        .where = "ops.yaml:2563 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1671,
+        .call = call_layer_norm_1676,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26679,10 +26857,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2554 sample 4",
+        .where = "ops.yaml:2563 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_layer_norm_1672,
+        .call = call_layer_norm_1677,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26690,14 +26868,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2581 sample 0",
+        .where = "ops.yaml:2590 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1678,
+        .call = call_group_norm_1683,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26705,12 +26883,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2581 sample 1",
+        .where = "ops.yaml:2590 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1679,
+        .call = call_group_norm_1684,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26718,7 +26896,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2581 sample 2",
+        .where = "ops.yaml:2590 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26727,7 +26905,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1680,
+        .call = call_group_norm_1685,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26735,14 +26913,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2581 sample 3",
+        .where = "ops.yaml:2590 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1681,
+        .call = call_group_norm_1686,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26750,10 +26928,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2581 sample 4",
+        .where = "ops.yaml:2590 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_group_norm_1682,
+        .call = call_group_norm_1687,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26761,12 +26939,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2605 sample 0",
+        .where = "ops.yaml:2614 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1690,
+        .call = call_rms_norm_1695,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26774,10 +26952,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2605 sample 1",
+        .where = "ops.yaml:2614 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1691,
+        .call = call_rms_norm_1696,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26785,13 +26963,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2605 sample 2",
+        .where = "ops.yaml:2614 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1692,
+        .call = call_rms_norm_1697,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26799,12 +26977,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2605 sample 3",
+        .where = "ops.yaml:2614 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1693,
+        .call = call_rms_norm_1698,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26812,14 +26990,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2639 sample 0",
+        .where = "ops.yaml:2648 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1698,
+        .call = call_batch_norm_1703,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26827,20 +27005,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2639 sample 1",
+        .where = "ops.yaml:2648 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[2] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = call_batch_norm_1699,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_1704,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26848,7 +27028,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2639 sample 2",
+        .where = "ops.yaml:2648 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26861,13 +27041,15 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[3] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = call_batch_norm_1700,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_1705,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26875,7 +27057,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2639 sample 3",
+        .where = "ops.yaml:2648 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26884,13 +27066,15 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[3] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = call_batch_norm_1701,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_1706,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26898,7 +27082,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2639 sample 4",
+        .where = "ops.yaml:2648 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26911,13 +27095,15 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[3] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {4},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = call_batch_norm_1702,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_1707,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26925,7 +27111,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2639 sample 5",
+        .where = "ops.yaml:2648 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26934,13 +27120,15 @@ const yt_op_case yt_op_cases[] = {
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[3] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = call_batch_norm_1703,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_1708,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26948,14 +27136,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2673 sample 0",
+        .where = "ops.yaml:2681 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1714,
+        .call = call_row_norm_1721,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26963,12 +27151,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2673 sample 1",
+        .where = "ops.yaml:2681 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1715,
+        .call = call_row_norm_1722,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26976,14 +27164,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2704 sample 0",
+        .where = "ops.yaml:2712 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1724,
+        .call = call_batch_norm_training_1731,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26991,20 +27179,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2704 sample 1",
+        .where = "ops.yaml:2712 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
                       .dim = 1,
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
+                      .optional = true,
+                      .no_grad = true},
         .inputs[2] = {.name = "running_var",
                       .dim = 1,
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = call_batch_norm_training_1725,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_batch_norm_training_1732,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27012,10 +27202,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 0",
+        .where = "ops.yaml:2881 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1750,
+        .call = call_softmax_1759,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27023,10 +27213,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 1",
+        .where = "ops.yaml:2881 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1751,
+        .call = call_softmax_1760,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27034,11 +27224,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 2",
+        .where = "ops.yaml:2881 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1752,
+        .call = call_softmax_1761,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27046,10 +27236,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 3",
+        .where = "ops.yaml:2881 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1753,
+        .call = call_softmax_1762,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27057,10 +27247,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2873 sample 4",
+        .where = "ops.yaml:2881 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1754,
+        .call = call_softmax_1763,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27068,10 +27258,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 0",
+        .where = "ops.yaml:2899 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1758,
+        .call = call_log_softmax_1767,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27079,10 +27269,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 1",
+        .where = "ops.yaml:2899 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1759,
+        .call = call_log_softmax_1768,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27090,11 +27280,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 2",
+        .where = "ops.yaml:2899 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1760,
+        .call = call_log_softmax_1769,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27102,10 +27292,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 3",
+        .where = "ops.yaml:2899 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1761,
+        .call = call_log_softmax_1770,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27113,10 +27303,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2891 sample 4",
+        .where = "ops.yaml:2899 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1762,
+        .call = call_log_softmax_1771,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27124,11 +27314,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2909 sample 0",
+        .where = "ops.yaml:2917 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1766,
+        .call = call_softmax_backward_data_1775,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27136,11 +27326,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2909 sample 1",
+        .where = "ops.yaml:2917 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1767,
+        .call = call_softmax_backward_data_1776,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27148,7 +27338,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2909 sample 2",
+        .where = "ops.yaml:2917 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27156,7 +27346,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1768,
+        .call = call_softmax_backward_data_1777,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27164,11 +27354,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2926 sample 0",
+        .where = "ops.yaml:2934 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1772,
+        .call = call_log_softmax_backward_data_1781,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27176,11 +27366,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2926 sample 1",
+        .where = "ops.yaml:2934 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1773,
+        .call = call_log_softmax_backward_data_1782,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27188,7 +27378,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2926 sample 2",
+        .where = "ops.yaml:2934 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27196,7 +27386,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1774,
+        .call = call_log_softmax_backward_data_1783,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27204,10 +27394,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2965 sample 0",
+        .where = "ops.yaml:2973 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1778,
+        .call = call_dropout_1787,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27215,11 +27405,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2965 sample 1",
+        .where = "ops.yaml:2973 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1779,
+        .call = call_dropout_1788,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27227,10 +27417,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2965 sample 2",
+        .where = "ops.yaml:2973 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1780,
+        .call = call_dropout_1789,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27238,10 +27428,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2965 sample 3",
+        .where = "ops.yaml:2973 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1781,
+        .call = call_dropout_1790,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27249,10 +27439,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2965 sample 4",
+        .where = "ops.yaml:2973 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1782,
+        .call = call_dropout_1791,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27260,11 +27450,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 0",
+        .where = "ops.yaml:2987 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1784,
+        .call = call_mse_loss_1793,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27272,12 +27462,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 1",
+        .where = "ops.yaml:2987 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1785,
+        .call = call_mse_loss_1794,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27285,11 +27475,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 2",
+        .where = "ops.yaml:2987 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1786,
+        .call = call_mse_loss_1795,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27297,11 +27487,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 3",
+        .where = "ops.yaml:2987 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1787,
+        .call = call_mse_loss_1796,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27309,11 +27499,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2979 sample 4",
+        .where = "ops.yaml:2987 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1788,
+        .call = call_mse_loss_1797,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27321,11 +27511,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 0",
+        .where = "ops.yaml:3002 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1791,
+        .call = call_l1_loss_1800,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27333,12 +27523,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 1",
+        .where = "ops.yaml:3002 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1792,
+        .call = call_l1_loss_1801,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27346,11 +27536,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 2",
+        .where = "ops.yaml:3002 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1793,
+        .call = call_l1_loss_1802,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27358,11 +27548,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 3",
+        .where = "ops.yaml:3002 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1794,
+        .call = call_l1_loss_1803,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27370,11 +27560,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2994 sample 4",
+        .where = "ops.yaml:3002 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1795,
+        .call = call_l1_loss_1804,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27382,11 +27572,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 0",
+        .where = "ops.yaml:3017 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1798,
+        .call = call_smooth_l1_loss_1807,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27394,12 +27584,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 1",
+        .where = "ops.yaml:3017 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1799,
+        .call = call_smooth_l1_loss_1808,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27407,11 +27597,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 2",
+        .where = "ops.yaml:3017 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1800,
+        .call = call_smooth_l1_loss_1809,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27419,11 +27609,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 3",
+        .where = "ops.yaml:3017 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1801,
+        .call = call_smooth_l1_loss_1810,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27431,11 +27621,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 4",
+        .where = "ops.yaml:3017 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1802,
+        .call = call_smooth_l1_loss_1811,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27443,11 +27633,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3009 sample 5",
+        .where = "ops.yaml:3017 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1803,
+        .call = call_smooth_l1_loss_1812,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27455,11 +27645,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 0",
+        .where = "ops.yaml:3033 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1806,
+        .call = call_huber_loss_1815,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27467,12 +27657,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 1",
+        .where = "ops.yaml:3033 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1807,
+        .call = call_huber_loss_1816,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27480,11 +27670,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 2",
+        .where = "ops.yaml:3033 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1808,
+        .call = call_huber_loss_1817,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27492,11 +27682,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 3",
+        .where = "ops.yaml:3033 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1809,
+        .call = call_huber_loss_1818,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27504,11 +27694,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3025 sample 4",
+        .where = "ops.yaml:3033 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1810,
+        .call = call_huber_loss_1819,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27516,11 +27706,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 0",
+        .where = "ops.yaml:3049 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1813,
+        .call = call_binary_cross_entropy_1822,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27528,12 +27718,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 1",
+        .where = "ops.yaml:3049 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1814,
+        .call = call_binary_cross_entropy_1823,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27541,13 +27731,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 2",
+        .where = "ops.yaml:3049 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1815,
+        .inputs[2] = {.name = "weight",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1824,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27555,11 +27749,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 3",
+        .where = "ops.yaml:3049 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1816,
+        .call = call_binary_cross_entropy_1825,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27567,13 +27761,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 4",
+        .where = "ops.yaml:3049 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1817,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1826,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27581,13 +27779,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3041 sample 5",
+        .where = "ops.yaml:3049 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1818,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {0},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1827,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27595,11 +27797,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 0",
+        .where = "ops.yaml:3065 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1821,
+        .call = call_binary_cross_entropy_with_logits_1831,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27607,14 +27809,18 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 1",
+        .where = "ops.yaml:3065 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1822,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1832,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27622,15 +27828,23 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 2",
+        .where = "ops.yaml:3065 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[3] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1823,
+        .inputs[2] = {.name = "weight",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .inputs[3] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1833,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27638,13 +27852,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 3",
+        .where = "ops.yaml:3065 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1824,
+        .inputs[2] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1834,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27652,13 +27870,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 4",
+        .where = "ops.yaml:3065 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1825,
+        .inputs[2] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1835,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27666,11 +27888,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3057 sample 5",
+        .where = "ops.yaml:3065 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1826,
+        .call = call_binary_cross_entropy_with_logits_1836,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27678,11 +27900,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 0",
+        .where = "ops.yaml:3088 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1829,
+        .call = call_nll_loss_1841,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27690,13 +27912,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 1",
+        .where = "ops.yaml:3088 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1830,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_nll_loss_1842,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27704,13 +27930,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 2",
+        .where = "ops.yaml:3088 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1831,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_nll_loss_1843,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27718,12 +27948,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 3",
+        .where = "ops.yaml:3088 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1832,
+        .call = call_nll_loss_1844,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27731,13 +27961,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 4",
+        .where = "ops.yaml:3088 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1833,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_nll_loss_1845,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27745,11 +27979,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3080 sample 5",
+        .where = "ops.yaml:3088 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1834,
+        .call = call_nll_loss_1846,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27757,11 +27991,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 0",
+        .where = "ops.yaml:3111 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1839,
+        .call = call_cross_entropy_loss_1852,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27769,13 +28003,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 1",
+        .where = "ops.yaml:3111 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1840,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_loss_1853,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27783,13 +28021,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 2",
+        .where = "ops.yaml:3111 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1841,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_loss_1854,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27797,13 +28039,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 3",
+        .where = "ops.yaml:3111 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1842,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_loss_1855,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27811,12 +28057,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 4",
+        .where = "ops.yaml:3111 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1843,
+        .call = call_cross_entropy_loss_1856,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27824,11 +28070,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 5",
+        .where = "ops.yaml:3111 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1844,
+        .call = call_cross_entropy_loss_1857,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27836,13 +28082,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 6",
+        .where = "ops.yaml:3111 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1845,
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_loss_1858,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27850,11 +28100,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 7",
+        .where = "ops.yaml:3111 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1846,
+        .call = call_cross_entropy_loss_1859,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27862,13 +28112,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 8",
+        .where = "ops.yaml:3111 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1847,
+        .call = call_cross_entropy_loss_1860,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27876,13 +28126,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 9",
+        .where = "ops.yaml:3111 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1848,
+        .call = call_cross_entropy_loss_1861,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27890,12 +28140,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 10",
+        .where = "ops.yaml:3111 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1849,
+        .call = call_cross_entropy_loss_1862,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27903,13 +28153,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3103 sample 11",
+        .where = "ops.yaml:3111 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1850,
+        .call = call_cross_entropy_loss_1863,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27917,11 +28167,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3128 sample 0",
+        .where = "ops.yaml:3137 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1855,
+        .call = call_cross_entropy_index_1869,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27929,12 +28179,30 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3128 sample 1",
+        .where = "ops.yaml:3137 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_index_1870,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3137 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1856,
+        .call = call_cross_entropy_index_1871,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27942,11 +28210,29 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3128 sample 2",
+        .where = "ops.yaml:3137 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_index_1872,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3137 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1857,
+        .call = call_cross_entropy_index_1873,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27954,11 +28240,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3128 sample 3",
+        .where = "ops.yaml:3137 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1858,
+        .call = call_cross_entropy_index_1874,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27966,11 +28252,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3128 sample 4",
+        .where = "ops.yaml:3137 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1859,
+        .call = call_cross_entropy_index_1875,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27978,12 +28264,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 0",
+        .where = "ops.yaml:3176 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1862,
+        .call = call_scaled_dot_product_attention_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27991,7 +28277,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 1",
+        .where = "ops.yaml:3176 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -28001,7 +28287,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1863,
+        .call = call_scaled_dot_product_attention_1880,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28009,7 +28295,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 2",
+        .where = "ops.yaml:3176 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -28019,7 +28305,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1864,
+        .call = call_scaled_dot_product_attention_1881,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28027,12 +28313,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 3",
+        .where = "ops.yaml:3176 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1865,
+        .call = call_scaled_dot_product_attention_1882,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28040,7 +28326,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 4",
+        .where = "ops.yaml:3176 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28050,7 +28336,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1866,
+        .call = call_scaled_dot_product_attention_1883,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28058,12 +28344,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 5",
+        .where = "ops.yaml:3176 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1867,
+        .call = call_scaled_dot_product_attention_1884,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28071,12 +28357,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3165 sample 6",
+        .where = "ops.yaml:3176 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1868,
+        .call = call_scaled_dot_product_attention_1885,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28084,12 +28370,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 0 result output",
+        .where = "ops.yaml:3204 sample 0 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1875,
+        .call = call_scaled_dot_product_attention_math_output_1892,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28097,12 +28383,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 0 result attn",
+        .where = "ops.yaml:3204 sample 0 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1876,
+        .call = call_scaled_dot_product_attention_math_attn_1893,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28110,7 +28396,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 1 result output",
+        .where = "ops.yaml:3204 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28120,7 +28406,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1877,
+        .call = call_scaled_dot_product_attention_math_output_1894,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28128,7 +28414,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 1 result attn",
+        .where = "ops.yaml:3204 sample 1 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28138,7 +28424,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1878,
+        .call = call_scaled_dot_product_attention_math_attn_1895,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28146,12 +28432,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 2 result output",
+        .where = "ops.yaml:3204 sample 2 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1879,
+        .call = call_scaled_dot_product_attention_math_output_1896,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28159,12 +28445,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 2 result attn",
+        .where = "ops.yaml:3204 sample 2 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1880,
+        .call = call_scaled_dot_product_attention_math_attn_1897,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28172,12 +28458,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 3 result output",
+        .where = "ops.yaml:3204 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1881,
+        .call = call_scaled_dot_product_attention_math_output_1898,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28185,12 +28471,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3193 sample 3 result attn",
+        .where = "ops.yaml:3204 sample 3 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1882,
+        .call = call_scaled_dot_product_attention_math_attn_1899,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28198,9 +28484,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3223 sample 0",
+        .where = "ops.yaml:3234 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1890,
+        .call = call_empty_1907,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28208,9 +28494,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3223 sample 1",
+        .where = "ops.yaml:3234 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1891,
+        .call = call_empty_1908,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28218,9 +28504,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3223 sample 2",
+        .where = "ops.yaml:3234 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1892,
+        .call = call_empty_1909,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28228,9 +28514,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3230 sample 0",
+        .where = "ops.yaml:3241 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1893,
+        .call = call_zeros_1910,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28238,9 +28524,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3238 sample 0",
+        .where = "ops.yaml:3249 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1894,
+        .call = call_ones_1911,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28248,52 +28534,29 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3253 sample 0",
-        .n_inputs = 0,
-        .call = call_full_1895,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3253 sample 1",
-        .n_inputs = 0,
-        .call = call_full_1896,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3253 sample 2",
-        .n_inputs = 0,
-        .call = call_full_1897,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "empty_like",
         .where = "ops.yaml:3264 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1898,
+        .n_inputs = 0,
+        .call = call_full_1912,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "empty_like",
+        .op = "full",
         .where = "ops.yaml:3264 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1899,
+        .n_inputs = 0,
+        .call = call_full_1913,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:3264 sample 2",
+        .n_inputs = 0,
+        .call = call_full_1914,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28301,44 +28564,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3264 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1900,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:3284 sample 0",
+        .where = "ops.yaml:3275 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1901,
+        .call = call_empty_like_1915,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3284 sample 1",
+        .op = "empty_like",
+        .where = "ops.yaml:3275 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1902,
+        .call = call_empty_like_1916,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3284 sample 2",
+        .op = "empty_like",
+        .where = "ops.yaml:3275 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1903,
+        .call = call_empty_like_1917,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28346,10 +28598,44 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3284 sample 3",
+        .where = "ops.yaml:3295 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1918,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3295 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ones_like_1919,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3295 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1920,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3295 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1904,
+        .call = call_ones_like_1921,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28357,10 +28643,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3296 sample 0",
+        .where = "ops.yaml:3307 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1905,
+        .call = call_full_like_1922,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28368,11 +28654,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3296 sample 1",
+        .where = "ops.yaml:3307 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1906,
+        .call = call_full_like_1923,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28380,10 +28666,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3296 sample 2",
+        .where = "ops.yaml:3307 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1907,
+        .call = call_full_like_1924,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28391,9 +28677,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3301 sample 0",
+        .where = "ops.yaml:3312 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1908,
+        .call = call_arange_1925,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28401,9 +28687,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3316 sample 0",
+        .where = "ops.yaml:3327 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1909,
+        .call = call_linspace_1926,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28411,9 +28697,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3316 sample 1",
+        .where = "ops.yaml:3327 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1910,
+        .call = call_linspace_1927,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28421,9 +28707,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3316 sample 2",
+        .where = "ops.yaml:3327 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1911,
+        .call = call_linspace_1928,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28431,29 +28717,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3328 sample 0",
-        .n_inputs = 0,
-        .call = call_eye_1912,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eye",
-        .where = "ops.yaml:3328 sample 1",
-        .n_inputs = 0,
-        .call = call_eye_1913,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eye.m",
         .where = "ops.yaml:3339 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1914,
+        .call = call_eye_1929,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:3339 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_1930,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28461,9 +28737,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3339 sample 1",
+        .where = "ops.yaml:3350 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1915,
+        .call = call_eye_m_1931,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:3350 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_m_1932,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28471,9 +28757,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3343 sample 0",
+        .where = "ops.yaml:3354 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1916,
+        .call = call_rand_1933,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28481,9 +28767,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3354 sample 0",
+        .where = "ops.yaml:3365 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1918,
+        .call = call_randn_1935,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28491,10 +28777,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3371 sample 0",
+        .where = "ops.yaml:3382 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1920,
+        .call = call_rand_like_1937,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28502,10 +28788,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3371 sample 1",
+        .where = "ops.yaml:3382 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1921,
+        .call = call_rand_like_1938,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28513,31 +28799,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3381 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1922,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randn_like",
-        .where = "ops.yaml:3381 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1923,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randint",
         .where = "ops.yaml:3392 sample 0",
-        .n_inputs = 0,
-        .call = call_randint_1924,
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1939,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:3392 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1940,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28545,9 +28821,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3392 sample 1",
+        .where = "ops.yaml:3403 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1925,
+        .call = call_randint_1941,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:3403 sample 1",
+        .n_inputs = 0,
+        .call = call_randint_1942,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28555,9 +28841,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3403 sample 0",
+        .where = "ops.yaml:3414 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1926,
+        .call = call_randint_low_1943,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28565,9 +28851,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3413 sample 0",
+        .where = "ops.yaml:3424 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1927,
+        .call = call_randperm_1944,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28575,9 +28861,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3413 sample 1",
+        .where = "ops.yaml:3424 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1928,
+        .call = call_randperm_1945,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28585,134 +28871,123 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3430 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1929,
-        .call_inplace = inplace_bernoulli_p_1930,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3430 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1931,
-        .call_inplace = inplace_bernoulli_p_1932,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3430 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1933,
-        .call_inplace = inplace_bernoulli_p_1934,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
         .where = "ops.yaml:3441 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1935,
-        .call_inplace = inplace_normal_1936,
+        .call = call_bernoulli_p_1946,
+        .call_inplace = inplace_bernoulli_p_1947,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "normal",
+        .op = "bernoulli.p",
         .where = "ops.yaml:3441 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1937,
-        .call_inplace = inplace_normal_1938,
+        .call = call_bernoulli_p_1948,
+        .call_inplace = inplace_bernoulli_p_1949,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3441 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1950,
+        .call_inplace = inplace_bernoulli_p_1951,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3441 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1939,
-        .call_inplace = inplace_normal_1940,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3453 sample 0",
+        .where = "ops.yaml:3452 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1942,
-        .call_inplace = inplace_uniform_1943,
+        .call = call_normal_1952,
+        .call_inplace = inplace_normal_1953,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "uniform",
-        .where = "ops.yaml:3453 sample 1",
+        .op = "normal",
+        .where = "ops.yaml:3452 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1944,
-        .call_inplace = inplace_uniform_1945,
+        .call = call_normal_1954,
+        .call_inplace = inplace_normal_1955,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3452 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1956,
+        .call_inplace = inplace_normal_1957,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3453 sample 2",
+        .where = "ops.yaml:3464 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1959,
+        .call_inplace = inplace_uniform_1960,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3464 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_1961,
+        .call_inplace = inplace_uniform_1962,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3464 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1946,
-        .call_inplace = inplace_uniform_1947,
+        .call = call_uniform_1963,
+        .call_inplace = inplace_uniform_1964,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3466 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1949,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "maybe_multiply",
-        .where = "ops.yaml:3466 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1950,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "sum_to",
         .where = "ops.yaml:3477 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1952,
+        .call = call_maybe_multiply_1966,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "maybe_multiply",
+        .where = "ops.yaml:3477 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_maybe_multiply_1967,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28720,10 +28995,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3477 sample 1",
+        .where = "ops.yaml:3488 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_1969,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sum_to",
+        .where = "ops.yaml:3488 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1953,
+        .call = call_sum_to_1970,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -30229,7 +30515,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1276,
+        .call = error_linear_1278,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
@@ -30239,7 +30525,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1277,
+        .call = error_linear_1279,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
@@ -30249,7 +30535,19 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1278,
+        .call = error_linear_1280,
+        .expect = 0,
+        .expect_prefix = "linear: ",
+    },
+    {
+        .op = "linear",
+        .what = "ops.yaml:1500: weight.dim == 2 or bias is None",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_linear_1281,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
@@ -30261,2270 +30559,2491 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1279,
+        .call = error_linear_1282,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linear: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1518: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
+        .what = "ops.yaml:1524: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1284,
+        .call = error_mm_mat1_backward_1287,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1520: grad.size(1) == mat2.size(1)",
+        .what = "ops.yaml:1526: grad.size(1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1285,
+        .call = error_mm_mat1_backward_1288,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1522: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1528: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1286,
+        .call = error_mm_mat1_backward_1289,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1512: dtype of grad",
+        .what = "ops.yaml:1518: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1287,
+        .call = error_mm_mat1_backward_1290,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1539: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
+        .what = "ops.yaml:1545: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1292,
+        .call = error_mm_mat2_backward_1295,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1541: grad.size(0) == mat1.size(0)",
+        .what = "ops.yaml:1547: grad.size(0) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1293,
+        .call = error_mm_mat2_backward_1296,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1543: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
+        .what = "ops.yaml:1549: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1294,
+        .call = error_mm_mat2_backward_1297,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1533: dtype of grad",
+        .what = "ops.yaml:1539: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1295,
+        .call = error_mm_mat2_backward_1298,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:1561: self.dim <= 2",
+        .what = "ops.yaml:1567: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_1298,
+        .call = error_t_1301,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1569: dim0 out of range",
+        .what = "ops.yaml:1575: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1301,
+        .call = error_transpose_1304,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1569: dim1 out of range",
+        .what = "ops.yaml:1575: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1302,
+        .call = error_transpose_1305,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1586: len(dims) == self.dim",
+        .what = "ops.yaml:1592: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1304,
+        .call = error_permute_1307,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1580: dims out of range",
+        .what = "ops.yaml:1586: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1305,
+        .call = error_permute_1308,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1632: dim out of range",
+        .what = "ops.yaml:1638: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1315,
+        .call = error_squeeze_dim_1318,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1643: dim out of range",
+        .what = "ops.yaml:1649: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1318,
+        .call = error_unsqueeze_1321,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1660: step > 0",
+        .what = "ops.yaml:1666: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1321,
+        .call = error_slice_1324,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1654: dim out of range",
+        .what = "ops.yaml:1660: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1322,
+        .call = error_slice_1325,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1668: dim out of range",
+        .what = "ops.yaml:1674: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1325,
+        .call = error_select_1328,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1694: start_dim <= end_dim",
+        .what = "ops.yaml:1700: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1332,
+        .call = error_flatten_1335,
         .expect = 0,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1688: start_dim out of range",
+        .what = "ops.yaml:1694: start_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1333,
+        .call = error_flatten_1336,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1688: end_dim out of range",
+        .what = "ops.yaml:1694: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1334,
+        .call = error_flatten_1337,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1711: self.dim >= 1",
+        .what = "ops.yaml:1717: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1339,
+        .call = error_unflatten_1342,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1713: len(sizes) >= 1",
+        .what = "ops.yaml:1719: len(sizes) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1340,
+        .call = error_unflatten_1343,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1705: dim out of range",
+        .what = "ops.yaml:1711: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1341,
+        .call = error_unflatten_1344,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1741: self.dim >= 1",
+        .what = "ops.yaml:1747: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1350,
+        .call = error_narrow_1353,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1743: length >= 0",
+        .what = "ops.yaml:1749: length >= 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1351,
+        .call = error_narrow_1354,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1735: dim out of range",
+        .what = "ops.yaml:1741: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1352,
+        .call = error_narrow_1355,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "repeat",
-        .what = "ops.yaml:1758: len(repeats) >= self.dim",
+        .what = "ops.yaml:1764: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_repeat_1359,
+        .call = error_repeat_1362,
         .expect = 0,
         .expect_prefix = "repeat: ",
     },
     {
         .op = "flip",
-        .what = "ops.yaml:1770: dims out of range",
+        .what = "ops.yaml:1776: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flip_1365,
+        .call = error_flip_1368,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flip: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1790: len(shifts) >= 1",
+        .what = "ops.yaml:1796: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1371,
+        .call = error_roll_1374,
         .expect = 0,
         .expect_prefix = "roll: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1784: dims out of range",
+        .what = "ops.yaml:1790: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1372,
+        .call = error_roll_1375,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "roll: ",
     },
     {
         .op = "tril",
-        .what = "ops.yaml:1814: self.dim >= 2",
+        .what = "ops.yaml:1820: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_tril_1378,
+        .call = error_tril_1381,
         .expect = 0,
         .expect_prefix = "tril: ",
     },
     {
         .op = "triu",
-        .what = "ops.yaml:1830: self.dim >= 2",
+        .what = "ops.yaml:1836: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_triu_1384,
+        .call = error_triu_1387,
         .expect = 0,
         .expect_prefix = "triu: ",
     },
     {
         .op = "pad",
-        .what = "ops.yaml:1841: mode not a choice",
+        .what = "ops.yaml:1847: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pad_1393,
+        .call = error_pad_1396,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "pad: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1896: out_capacity below the count",
+        .what = "ops.yaml:1902: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1410,
+        .call = error_split_1413,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1896: out_capacity below the count",
+        .what = "ops.yaml:1902: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1412,
+        .call = error_split_1415,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1896: out_capacity below the count",
+        .what = "ops.yaml:1902: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_1414,
+        .call = error_split_1417,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1896: out_capacity below the count",
+        .what = "ops.yaml:1902: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1416,
+        .call = error_split_1419,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1909: out_capacity below the count",
+        .what = "ops.yaml:1915: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1418,
+        .call = error_split_with_sizes_1421,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1909: out_capacity below the count",
+        .what = "ops.yaml:1915: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1420,
+        .call = error_split_with_sizes_1423,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1909: out_capacity below the count",
+        .what = "ops.yaml:1915: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_with_sizes_1422,
+        .call = error_split_with_sizes_1425,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1909: out_capacity below the count",
+        .what = "ops.yaml:1915: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1424,
+        .call = error_split_with_sizes_1427,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1928: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1426,
+        .call = error_chunk_1429,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1928: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1428,
+        .call = error_chunk_1431,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1928: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_chunk_1430,
+        .call = error_chunk_1433,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1928: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1432,
+        .call = error_chunk_1435,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1935: out_capacity below the count",
+        .what = "ops.yaml:1941: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1434,
+        .call = error_unbind_1437,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1935: out_capacity below the count",
+        .what = "ops.yaml:1941: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1436,
+        .call = error_unbind_1439,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1935: out_capacity below the count",
+        .what = "ops.yaml:1941: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_unbind_1438,
+        .call = error_unbind_1441,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1935: out_capacity below the count",
+        .what = "ops.yaml:1941: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1440,
+        .call = error_unbind_1443,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1951: dtype of index",
+        .what = "ops.yaml:1957: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_1453,
+        .call = error_index_select_1456,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1951: dim out of range",
+        .what = "ops.yaml:1957: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_1454,
+        .call = error_index_select_1457,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:1975: dtype of index",
+        .what = "ops.yaml:1981: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1465,
+        .call = error_index_add_1468,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:1975: dim out of range",
+        .what = "ops.yaml:1981: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1466,
+        .call = error_index_add_1469,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:1990: dtype of index",
+        .what = "ops.yaml:1996: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1473,
+        .call = error_index_copy_1476,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:1990: dim out of range",
+        .what = "ops.yaml:1996: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1474,
+        .call = error_index_copy_1477,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2003: dtype of index",
+        .what = "ops.yaml:2009: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_1485,
+        .call = error_gather_1488,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2003: dim out of range",
+        .what = "ops.yaml:2009: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_1486,
+        .call = error_gather_1489,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2026: dtype of index",
+        .what = "ops.yaml:2032: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1495,
+        .call = error_scatter_1498,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2026: dim out of range",
+        .what = "ops.yaml:2032: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1496,
+        .call = error_scatter_1499,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2048: dtype of index",
+        .what = "ops.yaml:2054: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_1503,
+        .call = error_scatter_value_1506,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2048: dim out of range",
+        .what = "ops.yaml:2054: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_1504,
+        .call = error_scatter_value_1507,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2060: dtype of index",
+        .what = "ops.yaml:2066: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1515,
+        .call = error_scatter_add_1518,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2060: dim out of range",
+        .what = "ops.yaml:2066: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1516,
+        .call = error_scatter_add_1519,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2080: weight.dim == 2",
+        .what = "ops.yaml:2086: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1521,
+        .call = error_embedding_1524,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2082: sparse == 0",
+        .what = "ops.yaml:2088: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1522,
+        .call = error_embedding_1525,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2075: dtype of indices",
+        .what = "ops.yaml:2081: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_1523,
+        .call = error_embedding_1526,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:2094: dtype of indices",
+        .what = "ops.yaml:2100: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_1526,
+        .call = error_embedding_dense_backward_1529,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:2122: dtype of self",
+        .what = "ops.yaml:2128: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_1531,
+        .call = error_one_hot_1534,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2146: dtype of mask",
+        .what = "ops.yaml:2152: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_1541,
+        .call = error_masked_select_1544,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2146: broadcast",
+        .what = "ops.yaml:2152: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_1542,
+        .call = error_masked_select_1545,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2270: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2276: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1589,
+        .call = error_avg_pool2d_1592,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2272: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2278: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1590,
+        .call = error_avg_pool2d_1593,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2265: dtype of self",
+        .what = "ops.yaml:2271: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_1591,
+        .call = error_avg_pool2d_1594,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2289: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2295: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1596,
+        .call = error_adaptive_avg_pool2d_1599,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2291: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:2297: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1597,
+        .call = error_adaptive_avg_pool2d_1600,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2284: dtype of self",
+        .what = "ops.yaml:2290: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_1598,
+        .call = error_adaptive_avg_pool2d_1601,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2303: dtype of grad_output",
+        .what = "ops.yaml:2309: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_1601,
+        .call = error_avg_pool2d_backward_1604,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2316: dtype of grad_output",
+        .what = "ops.yaml:2322: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_1603,
+        .call = error_adaptive_avg_pool2d_backward_1606,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2362: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2368: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1610,
+        .call = error_conv2d_1613,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2364: weight.dim == 4",
+        .what = "ops.yaml:2370: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1611,
+        .call = error_conv2d_1614,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2366: groups > 0",
+        .what = "ops.yaml:2372: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1612,
+        .call = error_conv2d_1615,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2356: dtype of input",
+        .what = "ops.yaml:2362: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_1613,
+        .call = error_conv2d_1616,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2387: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2393: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1617,
+        .call = error_conv2d_padding_1620,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2389: weight.dim == 4",
+        .what = "ops.yaml:2395: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1618,
+        .call = error_conv2d_padding_1621,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2380: padding not a choice",
+        .what = "ops.yaml:2386: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1619,
+        .call = error_conv2d_padding_1622,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2380: dtype of input",
+        .what = "ops.yaml:2386: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1620,
+        .call = error_conv2d_padding_1623,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2405: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2411: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1624,
+        .call = error_conv1d_1627,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2407: weight.dim == 3",
+        .what = "ops.yaml:2413: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1625,
+        .call = error_conv1d_1628,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2409: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:2415: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1626,
+        .call = error_conv1d_1629,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2399: dtype of input",
+        .what = "ops.yaml:2405: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_1627,
+        .call = error_conv1d_1630,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2426: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2432: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1629,
+        .call = error_conv1d_padding_1632,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2428: weight.dim == 3",
+        .what = "ops.yaml:2434: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1630,
+        .call = error_conv1d_padding_1633,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2419: padding not a choice",
+        .what = "ops.yaml:2425: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1631,
+        .call = error_conv1d_padding_1634,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2419: dtype of input",
+        .what = "ops.yaml:2425: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1632,
+        .call = error_conv1d_padding_1635,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2442: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2448: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1637,
+        .call = error_conv_transpose2d_1642,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2444: weight.dim == 4",
+        .what = "ops.yaml:2450: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1638,
+        .call = error_conv_transpose2d_1643,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2446: groups > 0",
+        .what = "ops.yaml:2452: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1639,
+        .call = error_conv_transpose2d_1644,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2436: dtype of input",
+        .what = "ops.yaml:2442: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1640,
+        .call = error_conv_transpose2d_1645,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2458: dtype of grad_output",
+        .what = "ops.yaml:2467: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1643,
+        .call = error_conv2d_backward_input_1648,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2471: dtype of grad_output",
+        .what = "ops.yaml:2480: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1646,
+        .call = error_conv2d_backward_weight_1651,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2489: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2498: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1649,
+        .call = error_conv2d_backward_bias_1654,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2484: dtype of grad_output",
+        .what = "ops.yaml:2493: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1650,
+        .call = error_conv2d_backward_bias_1655,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2503: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2512: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1659,
+        .call = error_max_pool2d_with_indices_1664,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2505: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2514: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1660,
+        .call = error_max_pool2d_with_indices_1665,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2498: dtype of self",
+        .what = "ops.yaml:2507: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_with_indices_1661,
+        .call = error_max_pool2d_with_indices_1666,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2523: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2532: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1665,
+        .call = error_max_pool2d_1670,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2525: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2534: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1666,
+        .call = error_max_pool2d_1671,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2518: dtype of self",
+        .what = "ops.yaml:2527: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1667,
+        .call = error_max_pool2d_1672,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2544: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2553: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1673,
+        .call = error_layer_norm_1678,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2546: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2555: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1674,
+        .call = error_layer_norm_1679,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2548: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2557: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1675,
+        .call = error_layer_norm_1680,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2550: bias.dim == len(normalized_shape)",
+        .what = "ops.yaml:2559: bias.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1676,
+        .call = error_layer_norm_1681,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2538: dtype of input",
+        .what = "ops.yaml:2547: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1677,
+        .call = error_layer_norm_1682,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2567: input.dim >= 2",
+        .what = "ops.yaml:2576: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1683,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2569: num_groups > 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1684,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2571: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1685,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2573: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1686,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2575: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1687,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2577: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1688,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2561: dtype of input",
+        .what = "ops.yaml:2578: num_groups > 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_group_norm_1689,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2580: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1690,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2582: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1691,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2584: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1692,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2586: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1693,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2570: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1689,
+        .call = error_group_norm_1694,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2597: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2606: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1694,
+        .call = error_rms_norm_1699,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2599: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2608: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1695,
+        .call = error_rms_norm_1700,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2601: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2610: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1696,
+        .call = error_rms_norm_1701,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2591: dtype of input",
+        .what = "ops.yaml:2600: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1697,
+        .call = error_rms_norm_1702,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2618: input.dim >= 2",
+        .what = "ops.yaml:2627: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1704,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2620: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1705,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2622: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1706,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2624: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1707,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2626: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1708,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2628: running_mean.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
         .call = error_batch_norm_1709,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2630: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2629: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1710,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2632: running_var.dim == 1",
+        .what = "ops.yaml:2631: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1711,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2634: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2633: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1712,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2612: dtype of input",
+        .what = "ops.yaml:2635: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1713,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2637: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1714,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2639: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1715,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2641: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1716,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2643: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1717,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2621: running_mean requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_1718,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
+        .requires_grad = true,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2621: running_var requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1719,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
+        .requires_grad = true,
+        .domain = "positive",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2621: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1713,
+        .call = error_batch_norm_1720,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2657: input.dim == 4",
+        .what = "ops.yaml:2665: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1716,
+        .call = error_row_norm_1723,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2659: weight.dim == 2",
+        .what = "ops.yaml:2667: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1717,
+        .call = error_row_norm_1724,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2661: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2669: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1718,
+        .call = error_row_norm_1725,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2663: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:2671: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1719,
+        .call = error_row_norm_1726,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2665: bias.dim == 2",
+        .what = "ops.yaml:2673: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1720,
+        .call = error_row_norm_1727,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2667: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2675: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1721,
+        .call = error_row_norm_1728,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2669: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2677: bias.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1722,
+        .call = error_row_norm_1729,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2651: dtype of input",
+        .what = "ops.yaml:2659: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1723,
+        .call = error_row_norm_1730,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2684: input.dim >= 2",
+        .what = "ops.yaml:2692: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1726,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2686: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1727,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2688: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1728,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2690: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1729,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2692: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1730,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2694: running_mean.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = error_batch_norm_training_1731,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2696: running_mean.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
-        .call = error_batch_norm_training_1732,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2698: running_var.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
         .call = error_batch_norm_training_1733,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2700: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2694: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1734,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2678: dtype of input",
+        .what = "ops.yaml:2696: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1735,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2698: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1736,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2700: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1737,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2702: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1738,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2704: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1739,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2706: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1740,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2708: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1741,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2686: running_mean requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .call = error_batch_norm_training_1742,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
+        .requires_grad = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2686: running_var requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true},
+        .inputs[2] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1743,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
+        .requires_grad = true,
+        .domain = NULL,
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2686: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1735,
+        .call = error_batch_norm_training_1744,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2717: input.dim == 4",
+        .what = "ops.yaml:2725: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1736,
+        .call = error_row_norm_backward_input_1745,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2728: input.dim == 4",
+        .what = "ops.yaml:2736: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1737,
+        .call = error_row_norm_backward_weight_1746,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2739: grad_out.dim == 4",
+        .what = "ops.yaml:2747: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1738,
+        .call = error_row_norm_backward_bias_1747,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2751: input.dim == 4",
+        .what = "ops.yaml:2759: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1739,
+        .call = error_row_norm_backward_1748,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2763: input.dim == 4",
+        .what = "ops.yaml:2771: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1740,
+        .call = error_row_norm_double_backward_input_1749,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2774: input.dim == 4",
+        .what = "ops.yaml:2782: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1741,
+        .call = error_row_norm_double_backward_grad_out_1750,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2785: input.dim >= 2",
+        .what = "ops.yaml:2793: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1742,
+        .call = error_batch_norm_backward_input_1751,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2796: input.dim >= 2",
+        .what = "ops.yaml:2804: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1743,
+        .call = error_batch_norm_backward_weight_1752,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2807: grad_out.dim >= 2",
+        .what = "ops.yaml:2815: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1744,
+        .call = error_batch_norm_backward_bias_1753,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2819: input.dim >= 2",
+        .what = "ops.yaml:2827: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1745,
+        .call = error_batch_norm_backward_1754,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2830: grad.dim == 1",
+        .what = "ops.yaml:2838: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1746,
+        .call = error_batch_norm_backward_bias_backward_1755,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2832: len(sizes) >= 2",
+        .what = "ops.yaml:2840: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1747,
+        .call = error_batch_norm_backward_bias_backward_1756,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2843: input.dim >= 2",
+        .what = "ops.yaml:2851: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1748,
+        .call = error_batch_norm_double_backward_input_1757,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2854: input.dim >= 2",
+        .what = "ops.yaml:2862: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1749,
+        .call = error_batch_norm_double_backward_grad_out_1758,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2869: is_floating(result_dtype)",
+        .what = "ops.yaml:2877: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1755,
+        .call = error_softmax_1764,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2862: dtype of self",
+        .what = "ops.yaml:2870: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1756,
+        .call = error_softmax_1765,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2862: dim out of range",
+        .what = "ops.yaml:2870: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1757,
+        .call = error_softmax_1766,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2887: is_floating(result_dtype)",
+        .what = "ops.yaml:2895: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1763,
+        .call = error_log_softmax_1772,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2880: dtype of self",
+        .what = "ops.yaml:2888: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1764,
+        .call = error_log_softmax_1773,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2880: dim out of range",
+        .what = "ops.yaml:2888: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1765,
+        .call = error_log_softmax_1774,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2905: grad_output.dim == output.dim",
+        .what = "ops.yaml:2913: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1769,
+        .call = error_softmax_backward_data_1778,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2898: dtype of grad_output",
+        .what = "ops.yaml:2906: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1770,
+        .call = error_softmax_backward_data_1779,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2898: dim out of range",
+        .what = "ops.yaml:2906: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1771,
+        .call = error_softmax_backward_data_1780,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2922: grad_output.dim == output.dim",
+        .what = "ops.yaml:2930: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1775,
+        .call = error_log_softmax_backward_data_1784,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2915: dtype of grad_output",
+        .what = "ops.yaml:2923: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1776,
+        .call = error_log_softmax_backward_data_1785,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2915: dim out of range",
+        .what = "ops.yaml:2923: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1777,
+        .call = error_log_softmax_backward_data_1786,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2959: dtype of input",
+        .what = "ops.yaml:2967: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1783,
+        .call = error_dropout_1792,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2972: reduction not a choice",
+        .what = "ops.yaml:2980: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1789,
+        .call = error_mse_loss_1798,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2972: dtype of self",
+        .what = "ops.yaml:2980: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1790,
+        .call = error_mse_loss_1799,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2987: reduction not a choice",
+        .what = "ops.yaml:2995: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1796,
+        .call = error_l1_loss_1805,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2987: dtype of self",
+        .what = "ops.yaml:2995: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1797,
+        .call = error_l1_loss_1806,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3002: reduction not a choice",
+        .what = "ops.yaml:3010: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1804,
+        .call = error_smooth_l1_loss_1813,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3002: dtype of self",
+        .what = "ops.yaml:3010: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1805,
+        .call = error_smooth_l1_loss_1814,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3018: reduction not a choice",
+        .what = "ops.yaml:3026: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1811,
+        .call = error_huber_loss_1820,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3018: dtype of self",
+        .what = "ops.yaml:3026: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1812,
+        .call = error_huber_loss_1821,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3033: reduction not a choice",
+        .what = "ops.yaml:3041: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_binary_cross_entropy_1828,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .what = "ops.yaml:3041: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1819,
+        .call = error_binary_cross_entropy_1829,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3033: dtype of self",
+        .what = "ops.yaml:3041: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1820,
+        .call = error_binary_cross_entropy_1830,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3050: reduction not a choice",
+        .what = "ops.yaml:3058: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_binary_cross_entropy_with_logits_1837,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:3058: pos_weight requires grad",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_binary_cross_entropy_with_logits_1838,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
+        .requires_grad = true,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:3058: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1827,
+        .call = error_binary_cross_entropy_with_logits_1839,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3050: dtype of self",
+        .what = "ops.yaml:3058: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1828,
+        .call = error_binary_cross_entropy_with_logits_1840,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3073: self.dim >= 1",
+        .what = "ops.yaml:3081: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1835,
+        .call = error_nll_loss_1847,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3075: weight.dim == 1",
+        .what = "ops.yaml:3083: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1836,
+        .inputs[2] = {.name = "weight",
+                      .dim = 2,
+                      .sizes = {1, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_nll_loss_1848,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3066: reduction not a choice",
+        .what = "ops.yaml:3074: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_nll_loss_1849,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:3074: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1837,
+        .call = error_nll_loss_1850,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3066: dtype of self",
+        .what = "ops.yaml:3074: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1838,
+        .call = error_nll_loss_1851,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3096: self.dim >= 1",
+        .what = "ops.yaml:3104: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1851,
+        .call = error_cross_entropy_loss_1864,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3098: weight.dim == 1",
+        .what = "ops.yaml:3106: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1852,
+        .call = error_cross_entropy_loss_1865,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3089: reduction not a choice",
+        .what = "ops.yaml:3097: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_cross_entropy_loss_1866,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:3097: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1853,
+        .call = error_cross_entropy_loss_1867,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3089: dtype of self",
+        .what = "ops.yaml:3097: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1854,
+        .call = error_cross_entropy_loss_1868,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3118: reduction not a choice",
+        .what = "ops.yaml:3127: weight requires grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_cross_entropy_index_1876,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix =
+            "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
+        .requires_grad = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .what = "ops.yaml:3127: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1860,
+        .call = error_cross_entropy_index_1877,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3118: dtype of self",
+        .what = "ops.yaml:3127: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1861,
+        .call = error_cross_entropy_index_1878,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3153: query.dim >= 2",
+        .what = "ops.yaml:3164: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1869,
+        .call = error_scaled_dot_product_attention_1886,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3155: key.dim >= 2",
+        .what = "ops.yaml:3166: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1870,
+        .call = error_scaled_dot_product_attention_1887,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3157: value.dim >= 2",
+        .what = "ops.yaml:3168: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1871,
+        .call = error_scaled_dot_product_attention_1888,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3159: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3170: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1872,
+        .call = error_scaled_dot_product_attention_1889,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3161: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3172: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1873,
+        .call = error_scaled_dot_product_attention_1890,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3147: dtype of query",
+        .what = "ops.yaml:3158: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1874,
+        .call = error_scaled_dot_product_attention_1891,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3182: query.dim >= 2",
+        .what = "ops.yaml:3193: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1883,
+        .call = error_scaled_dot_product_attention_math_1900,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3184: key.dim == query.dim and value.dim == query.dim",
+        .what = "ops.yaml:3195: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1884,
+        .call = error_scaled_dot_product_attention_math_1901,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3186: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3197: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1885,
+        .call = error_scaled_dot_product_attention_math_1902,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3188: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3199: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1886,
+        .call = error_scaled_dot_product_attention_math_1903,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3176: dtype of query",
+        .what = "ops.yaml:3187: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1887,
+        .call = error_scaled_dot_product_attention_math_1904,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3206: query.dim >= 2",
+        .what = "ops.yaml:3217: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1888,
+        .call = error_scaled_dot_product_attention_math_backward_1905,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3208: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3219: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1889,
+        .call = error_scaled_dot_product_attention_math_backward_1906,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3348: is_floating(result_dtype)",
+        .what = "ops.yaml:3359: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1917,
+        .call = error_rand_1934,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3359: is_floating(result_dtype)",
+        .what = "ops.yaml:3370: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1919,
+        .call = error_randn_1936,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3435: dtype of self",
+        .what = "ops.yaml:3446: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1941,
+        .call = error_normal_1958,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3447: dtype of self",
+        .what = "ops.yaml:3458: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1948,
+        .call = error_uniform_1965,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3460: dtype of self",
+        .what = "ops.yaml:3471: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1951,
+        .call = error_maybe_multiply_1968,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3471: dtype of self",
+        .what = "ops.yaml:3482: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1954,
+        .call = error_sum_to_1971,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

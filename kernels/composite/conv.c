@@ -174,10 +174,15 @@ yt__composite_conv_transpose2d(yt_tensor *input, yt_tensor *weight, yt_tensor *b
     if (!yt__mul_ok(&c_out, weight->sizes[1], groups))
         return yt__fail(YT_ERR_VALUE, "%s: output channels overflow", op);
     for (int i = 0; i < 2; i++) {
-        if (op2[i] >= s[i])
-            return yt__fail(
-                YT_ERR_VALUE, "%s: output_padding=%s must be smaller than stride=%s in each dim",
-                op, yt__format_sizes(a, sizeof a, op2, 2), yt__format_sizes(b, sizeof b, s, 2));
+        if (op2[i] >= s[i] && op2[i] >= d[i]) { /* PyTorch's rule */
+            char c[YT__SIZES_BUF];
+            return yt__fail(YT_ERR_VALUE,
+                            "%s: output_padding=%s must be smaller than stride=%s or dilation=%s "
+                            "in each dim",
+                            op, yt__format_sizes(a, sizeof a, op2, 2),
+                            yt__format_sizes(b, sizeof b, s, 2),
+                            yt__format_sizes(c, sizeof c, d, 2));
+        }
         /* (in - 1) s - 2 p + d (k - 1) + output_padding + 1 */
         int64_t in = input->sizes[dim - 2 + i], k = weight->sizes[2 + i], t, u, out;
         if (!yt__mul_ok(&t, in - 1, s[i]) || !yt__mul_ok(&u, d[i], k - 1) ||
@@ -199,8 +204,15 @@ yt__composite_conv_transpose2d(yt_tensor *input, yt_tensor *weight, yt_tensor *b
     size[0] = dim == 4 ? input->sizes[0] : 0;
     size[1] = c_out;
     const int64_t *input_size = dim == 4 ? size : size + 1;
-    yt_tensor *y =
-        yt_conv2d_backward_input(input, weight, input_size, dim, s, 2, p, 2, d, 2, groups);
+    /* conv2d over an output of this size gives in + output_padding / stride positions, one more
+     * for each whole stride in output_padding (possible when output_padding < dilation): the
+     * transposed convolution is the adjoint of that conv2d applied to the input with zeros in
+     * those extra positions (bottom / right). */
+    const int64_t extra[4] = {0, op2[1] / s[1], 0, op2[0] / s[0]}; /* pad's order: W, then H */
+    yt_tensor *x = extra[1] == 0 && extra[3] == 0 ? yt_retain(input)
+                                                  : yt_pad_ex(input, extra, 4, "constant", NULL);
+    yt_tensor *y = yt_conv2d_backward_input(x, weight, input_size, dim, s, 2, p, 2, d, 2, groups);
+    yt_release(x);
     if (y == NULL || bias == NULL)
         return y;
     int64_t bshape[3] = {c_out, 1, 1};

@@ -1,8 +1,10 @@
 /* Losses written in public ops, so their gradients (and gradients of gradients) come from the
  * ops they are made of: mse, l1, smooth_l1, huber, binary cross-entropy (plain and with logits),
  * nll, cross_entropy (dispatching class indices to the fused kernel) and the backward of that
- * fused kernel. Class and element weights (weight, pos_weight) are constants, as in PyTorch, which
- * refuses weights that require grad: they enter detached. */
+ * fused kernel. The generated functions refuse class and element weights (weight, pos_weight) that
+ * require grad, as PyTorch does (derivatives.yaml marks them non_differentiable), so the weights
+ * arriving here carry no graph; cross_entropy's weight is differentiable with class
+ * probabilities, as in PyTorch. */
 #include <math.h>
 #include <string.h>
 
@@ -156,15 +158,13 @@ check_expands_to(yt_tensor *w, yt_tensor *self, const char *op, const char *name
                            yt__format_sizes(b, sizeof b, self->sizes, self->dim));
 }
 
-/* loss * weight with weight detached (a constant); takes over loss. NULL weight: loss itself. */
+/* loss * weight; takes over loss. NULL weight: loss itself. */
 static yt_tensor *
-times_constant(yt_tensor *loss, yt_tensor *weight)
+times_weight(yt_tensor *loss, yt_tensor *weight)
 {
     if (weight == NULL || loss == NULL)
         return loss;
-    yt_tensor *w = yt_detach(weight);
-    yt_tensor *r = yt_mul(loss, w);
-    yt_release(w);
+    yt_tensor *r = yt_mul(loss, weight);
     yt_release(loss);
     return r;
 }
@@ -210,7 +210,7 @@ yt__composite_binary_cross_entropy(yt_tensor *self, yt_tensor *target, yt_tensor
     yt_release(a);
     yt_release(b);
     yt_release(s);
-    return yt__reduce_loss(times_constant(loss, weight), yt__reduction_code(reduction));
+    return yt__reduce_loss(times_weight(loss, weight), yt__reduction_code(reduction));
 }
 
 /* (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x): softplus is linear past 20, so +-1e4 logits
@@ -231,12 +231,10 @@ yt__composite_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *targe
     yt_tensor *sp = yt_softplus(nx);
     yt_tensor *scaled;
     if (pos_weight != NULL) {
-        yt_tensor *pw = yt_detach(pos_weight);
-        yt_tensor *pw1 = yt_sub_scalar(pw, yt_int(1));
+        yt_tensor *pw1 = yt_sub_scalar(pos_weight, yt_int(1));
         yt_tensor *pt = yt_mul(pw1, target);
         yt_tensor *lw = yt_add_scalar(pt, yt_int(1));
         scaled = yt_mul(lw, sp);
-        yt_release(pw);
         yt_release(pw1);
         yt_release(pt);
         yt_release(lw);
@@ -249,7 +247,7 @@ yt__composite_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *targe
     yt_release(nx);
     yt_release(sp);
     yt_release(scaled);
-    return yt__reduce_loss(times_constant(loss, weight), yt__reduction_code(reduction));
+    return yt__reduce_loss(times_weight(loss, weight), yt__reduction_code(reduction));
 }
 
 /* ---------------------------------------------------------------- class losses */
@@ -342,7 +340,7 @@ cross_entropy_probs(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int r
         for (int i = 1; i < wd; i++)
             wshape[i] = 1;
         yt_tensor *wv = yt_view(weight, wshape, wd);
-        prod = times_constant(prod, wv);
+        prod = times_weight(prod, wv);
         yt_release(wv);
     }
     yt_tensor *rows = yt_sum_dim(prod, &cdim, 1);
@@ -376,11 +374,14 @@ yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target, yt_tensor *
     if (same_shape(self, target))
         return cross_entropy_probs(self, target, weight, yt__reduction_code(reduction),
                                    ignore_index, label_smoothing);
-    yt_tensor *w = weight != NULL ? yt_detach(weight) : NULL;
-    yt_tensor *r =
-        yt_cross_entropy_index_ex(self, target, w, reduction, ignore_index, label_smoothing);
-    yt_release(w);
-    return r;
+    /* class indices: PyTorch's nll_loss_forward refuses the weight (cross_entropy_index would too,
+     * under its own name) */
+    if (weight != NULL && yt_grad_enabled() && yt_requires_grad(weight))
+        return yt__fail(YT_ERR_VALUE,
+                        "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not "
+                        "differentiable with respect to weight with class-index targets");
+    return yt_cross_entropy_index_ex(self, target, weight, reduction, ignore_index,
+                                     label_smoothing);
 }
 
 /* Gradient of the fused cross_entropy_index: g * (A p - K), with K the class coefficients, A its

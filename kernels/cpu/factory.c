@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "element.h"
 #include "factory.h"
 #include "kernels.h"
 
@@ -60,49 +61,6 @@ float_max(yt_dtype dtype)
     }
 }
 
-/* Stores an integer (already in range) as an element of integral `dtype`. */
-static void
-put_int(element *out, yt_dtype dtype, int64_t v)
-{
-    switch (dtype) {
-    case YT_DTYPE_U8:
-        out->u8 = (uint8_t)v;
-        break;
-    case YT_DTYPE_I8:
-        out->i8 = (int8_t)v;
-        break;
-    case YT_DTYPE_I16:
-        out->i16 = (int16_t)v;
-        break;
-    case YT_DTYPE_I32:
-        out->i32 = (int32_t)v;
-        break;
-    default:
-        out->i64 = v;
-        break;
-    }
-}
-
-/* Stores a double as an element of floating `dtype` (round to nearest). */
-static void
-put_float(element *out, yt_dtype dtype, double v)
-{
-    switch (dtype) {
-    case YT_DTYPE_F16:
-        out->u16 = yt__f32_to_f16((float)v);
-        break;
-    case YT_DTYPE_BF16:
-        out->u16 = yt__f32_to_bf16((float)v);
-        break;
-    case YT_DTYPE_F32:
-        out->f32 = (float)v;
-        break;
-    default:
-        out->f64 = v;
-        break;
-    }
-}
-
 /* `value` as an element of `dtype`, as PyTorch converts a fill value: floats truncate toward zero
  * into integers, anything non-zero is true, and a value outside the dtype's range is an error
  * (infinities and NaN may go to floating dtypes). */
@@ -115,7 +73,7 @@ to_element(element *out, yt_scalar value, yt_dtype dtype, const char *op, const 
     } else if (yt_dtype_is_floating(dtype)) {
         double v = yt__scalar_to_double(value);
         fits = !isfinite(v) || fabs(v) <= float_max(dtype);
-        put_float(out, dtype, v);
+        yt__elem_store_f64((char *)out, dtype, 0, v);
     } else {
         int64_t lo, hi, v = 0;
         int_range(dtype, &lo, &hi);
@@ -128,7 +86,7 @@ to_element(element *out, yt_scalar value, yt_dtype dtype, const char *op, const 
             v = value.kind == YT_SCALAR_INT ? value.v.i : (int64_t)value.v.b;
             fits = v >= lo && v <= hi;
         }
-        put_int(out, dtype, v);
+        yt__elem_store_i64((char *)out, dtype, 0, v);
     }
     if (fits)
         return YT_OK;
@@ -234,22 +192,16 @@ yt__cpu_arange(yt_tensor *result, yt_scalar start, yt_scalar end, yt_scalar step
         return yt__fail_status(YT_ERR_DTYPE, "arange: dtype bool is not supported");
     int64_t n = result->numel;
     char *data = n > 0 ? yt__data_ptr(result) : NULL;
-    size_t elem_size = yt_dtype_size(out);
-    element e;
     if (yt_dtype_is_floating(out)) {
         double first = yt__scalar_to_double(start), delta = yt__scalar_to_double(step);
-        for (int64_t i = 0; i < n; i++) {
-            put_float(&e, out, first + (double)i * delta);
-            memcpy(data + i * (int64_t)elem_size, &e, elem_size);
-        }
+        for (int64_t i = 0; i < n; i++)
+            yt__elem_store_f64(data, out, i, first + (double)i * delta);
     } else {
         /* unsigned arithmetic wraps where a narrow dtype overflows, instead of being undefined */
         uint64_t first = (uint64_t)yt__scalar_to_i64(start);
         uint64_t delta = (uint64_t)yt__scalar_to_i64(step);
-        for (int64_t i = 0; i < n; i++) {
-            put_int(&e, out, (int64_t)(first + (uint64_t)i * delta));
-            memcpy(data + i * (int64_t)elem_size, &e, elem_size);
-        }
+        for (int64_t i = 0; i < n; i++)
+            yt__elem_store_i64(data, out, i, (int64_t)(first + (uint64_t)i * delta));
     }
     return YT_OK;
 }

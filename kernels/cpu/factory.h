@@ -3,6 +3,7 @@
 #ifndef YT_KERNELS_CPU_FACTORY_H
 #define YT_KERNELS_CPU_FACTORY_H
 
+#include "element.h"
 #include "internal.h"
 
 /* Writes `v` as element `i` of contiguous `data` of `dtype`: floating dtypes round to nearest,
@@ -10,49 +11,19 @@
 static inline void
 yt__store_double(char *data, yt_dtype dtype, int64_t i, double v)
 {
-    switch (dtype) {
-    case YT_DTYPE_BOOL:
-        ((bool *)data)[i] = v != 0.0;
-        break;
-    case YT_DTYPE_U8:
-        ((uint8_t *)data)[i] = (uint8_t)v;
-        break;
-    case YT_DTYPE_I8:
-        ((int8_t *)data)[i] = (int8_t)v;
-        break;
-    case YT_DTYPE_I16:
-        ((int16_t *)data)[i] = (int16_t)v;
-        break;
-    case YT_DTYPE_I32:
-        ((int32_t *)data)[i] = (int32_t)v;
-        break;
-    case YT_DTYPE_I64:
-        ((int64_t *)data)[i] = (int64_t)v;
-        break;
-    case YT_DTYPE_F16:
-        ((uint16_t *)data)[i] = yt__f32_to_f16((float)v);
-        break;
-    case YT_DTYPE_BF16:
-        ((uint16_t *)data)[i] = yt__f32_to_bf16((float)v);
-        break;
-    case YT_DTYPE_F32:
-        ((float *)data)[i] = (float)v;
-        break;
-    default:
-        ((double *)data)[i] = v;
-        break;
-    }
+    yt__elem_store_f64(data, dtype, i, v);
 }
 
 /* Writes the integer `v` as element `i` of contiguous `data` (exact for integral dtypes; the
- * caller keeps `v` in range). */
+ * caller keeps `v` in range; floating dtypes get (double)v rounded). */
 static inline void
 yt__store_int(char *data, yt_dtype dtype, int64_t i, int64_t v)
 {
-    if (dtype == YT_DTYPE_I64)
-        ((int64_t *)data)[i] = v;
+    if (dtype == YT_DTYPE_F16 || dtype == YT_DTYPE_BF16 || dtype == YT_DTYPE_F32 ||
+        dtype == YT_DTYPE_F64)
+        yt__elem_store_f64(data, dtype, i, (double)v);
     else
-        yt__store_double(data, dtype, i, (double)v);
+        yt__elem_store_i64(data, dtype, i, v);
 }
 
 /* Element `i` of contiguous `data` as a double. */

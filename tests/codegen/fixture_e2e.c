@@ -109,3 +109,12 @@ yt__composite_ezsplit(yt_tensor *self, int64_t size, yt_tensor **out, int64_t ou
     }
     return count;
 }
+
+yt_status
+yt__cpu_ezscale(yt_tensor *result, yt_tensor *self, yt_tensor *weight)
+{
+    bool prev = yt_set_grad_enabled(false);
+    yt_status st = store(result, yt_mul(self, weight));
+    yt_set_grad_enabled(prev);
+    return st;
+}

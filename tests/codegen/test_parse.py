@@ -286,7 +286,8 @@ def neg_with(*extra: str, drop: str = "") -> str:
     (neg_with("  samples:", "    - [2, 3]"), "ops.yaml:7: neg: a sample must map argument names to values"),
     (neg_with("  samples:", "    - {self: [2], other: [2]}"), "ops.yaml:7: neg: sample names unknown argument 'other'"),
     (neg_with("  samples:", "    - {self: [-1]}"),
-     "ops.yaml:7: neg: tensor sample 'self' must be a size list or {shape: [...], dtype: NAME, transpose: BOOL}"),
+     "ops.yaml:7: neg: tensor sample 'self' must be a size list or {shape: [...], dtype: NAME, transpose: BOOL, "
+     "high: N, no_grad: BOOL}"),
     (neg_with("  samples:", "    - {self: {shape: [2], dtype: f99}}"), "ops.yaml:7: neg: unknown dtype 'f99' in sample"),
     (neg_with("  samples:", "    - {self: {shape: [2], transpose: true}}"), "ops.yaml:7: neg: 'transpose' needs at least 2 dims"),
     (neg_with("  samples:", "    - {}"), "ops.yaml:7: neg: sample gives no value for argument 'self', which has no default"),

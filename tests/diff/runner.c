@@ -1,12 +1,16 @@
 /* The yaten side of the differential tests against PyTorch (tests/diff/test_vs_torch.py).
  *
  * Usage: diff_runner PLAN OUTDIR
- * PLAN has one job per line, "CASE DTYPE FREE": run yt_op_cases[CASE] (generated/tests/op_cases.c)
- * with the inputs in the bit mask FREE (those whose dtype the sample leaves open) made in DTYPE.
- * For each job the runner writes OUTDIR/CASE_DTYPE/: the inputs it made (in0.npy, ...), the
- * forward result (out.npy), and when the result requires grad, the gradient fed to backward
- * (gout.npy) and every input's gradient (grad0.npy, ...). meta.txt lists each file with its
- * yaten dtype (bf16 is stored as its raw 16 bits), or the error when the op failed. */
+ * PLAN has one job per line, "CASE DTYPE FREE REFUSE": run yt_op_cases[CASE]
+ * (generated/tests/op_cases.c) with the inputs in the bit mask FREE (those whose dtype the sample
+ * leaves open) made in DTYPE. Floating inputs require grad, except those the op is not
+ * differentiable with respect to (no_grad); REFUSE >= 0 makes that no_grad input require grad
+ * too, so that the op's refusal can be compared with PyTorch's (a refusal job).
+ * For each job the runner writes OUTDIR/CASE_DTYPE/ (CASE_DTYPE_refuseN/ for a refusal job): the
+ * inputs it made (in0.npy, ...), the forward result (out.npy), and when the result requires grad,
+ * the gradient fed to backward (gout.npy) and every input's gradient (grad0.npy, ...). meta.txt
+ * lists each file with its yaten dtype (bf16 is stored as its raw 16 bits), or the error when the
+ * op failed. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -161,7 +165,8 @@ dtype_by_name(const char *name)
 
 /* Runs one job; every tensor it made is released before it returns (main checks none leak). */
 static void
-run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, const char *dir, FILE *meta)
+run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, int refuse, const char *dir,
+        FILE *meta)
 {
     uint64_t state = 0x9e3779b97f4a7c15ull;
     yt_tensor *inputs[YT_CASE_MAX_INPUTS] = {0};
@@ -174,7 +179,7 @@ run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, const char *dir
             fprintf(meta, "error input %d: %s\n", i, yt_errmsg());
             goto done;
         }
-        if (yt_dtype_is_floating(d))
+        if (yt_dtype_is_floating(d) && (!spec->no_grad || i == refuse))
             yt_set_requires_grad(inputs[i], true);
         char name[16];
         snprintf(name, sizeof name, "in%d", i);
@@ -224,19 +229,24 @@ main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", argv[1], strerror(errno));
         return 2;
     }
-    int index;
+    int index, refuse;
     unsigned free_mask;
     char dtype_name[16];
     int jobs = 0;
-    while (fscanf(plan, "%d %15s %u", &index, dtype_name, &free_mask) == 3) {
+    while (fscanf(plan, "%d %15s %u %d", &index, dtype_name, &free_mask, &refuse) == 4) {
         yt_dtype dtype = dtype_by_name(dtype_name);
-        if (index < 0 || index >= yt_op_case_count || dtype == YT_DTYPE_NONE) {
-            fprintf(stderr, "%s: bad job '%d %s'\n", argv[1], index, dtype_name);
+        if (index < 0 || index >= yt_op_case_count || dtype == YT_DTYPE_NONE || refuse < -1 ||
+            refuse >= yt_op_cases[index].n_inputs) {
+            fprintf(stderr, "%s: bad job '%d %s %u %d'\n", argv[1], index, dtype_name, free_mask,
+                    refuse);
             fclose(plan);
             return 2;
         }
         char dir[4096];
-        snprintf(dir, sizeof dir, "%s/%d_%s", argv[2], index, dtype_name);
+        if (refuse >= 0)
+            snprintf(dir, sizeof dir, "%s/%d_%s_refuse%d", argv[2], index, dtype_name, refuse);
+        else
+            snprintf(dir, sizeof dir, "%s/%d_%s", argv[2], index, dtype_name);
         if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
             fprintf(stderr, "%s: %s\n", dir, strerror(errno));
             fclose(plan);
@@ -250,7 +260,7 @@ main(int argc, char **argv)
             fclose(plan);
             return 2;
         }
-        run_job(&yt_op_cases[index], dtype, free_mask, dir, meta);
+        run_job(&yt_op_cases[index], dtype, free_mask, refuse, dir, meta);
         fclose(meta);
         jobs++;
     }

@@ -7,11 +7,16 @@ Cases come from the YAML: adding an op's entry (with its samples) adds its tests
 Random ops (those taking a Generator) have no PyTorch counterpart for their values and are
 tested for their distributions in tests/unit/test_random.c instead.
 
+Inputs an op is not differentiable with respect to (derivatives.yaml's `ARG: non_differentiable`,
+or a sample's `no_grad` tensor) never require grad in those jobs; one refusal job per such input
+makes it require grad, and yaten and PyTorch must both refuse it, naming it.
+
 Where PyTorch 1.13 has no CPU kernel for a half-precision dtype ("not implemented for 'Half'"),
 the reference is PyTorch's result on the inputs widened to f32, rounded back to the half dtype,
 which is how yaten computes half-precision ops."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -37,17 +42,36 @@ GRAD_DTYPES = ("f32", "f64")  # PyTorch's CPU autograd is patchy below f32
 
 
 def jobs():
+    """(case, dtype, free mask, -1) for every dtype of every case."""
     out = []
     for index, case in enumerate(torch_cases.CASES):
         if case["random"]:
             continue
         free = sum(1 << i for i, f in enumerate(case["free"]) if f)
         for dtype in case["dtypes"] or ["f64"]:
-            out.append((index, dtype, free))
+            out.append((index, dtype, free, -1))
+    return out
+
+
+def refusal_jobs():
+    """(case, dtype, free mask, input) for each no_grad input of a case: that input requires grad
+    (in f64, or the case's other gradient dtype). Cases with an empty tensor are left out: some of
+    PyTorch's composites return early on them without reaching the refusing kernel (batch_norm),
+    while yaten refuses whatever the shapes (tests/unit/test_ops.c checks that on other samples)."""
+    out = []
+    for index, case in enumerate(torch_cases.CASES):
+        if case["random"] or case["empty"] or not any(case["no_grad"]):
+            continue
+        free = sum(1 << i for i, f in enumerate(case["free"]) if f)
+        dtype = next((d for d in ("f64",) + GRAD_DTYPES if d in (case["dtypes"] or ["f64"])), None)
+        for i, no_grad in enumerate(case["no_grad"]):
+            if no_grad and dtype is not None:
+                out.append((index, dtype, free, i))
     return out
 
 
 JOBS = jobs()
+REFUSAL_JOBS = refusal_jobs()
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +79,7 @@ def results(tmp_path_factory):
     """Runs every job through the yaten runner once; returns the output folder."""
     out = tmp_path_factory.mktemp("yaten")
     plan = out / "plan.txt"
-    plan.write_text("".join(f"{i} {d} {f}\n" for i, d, f in JOBS))
+    plan.write_text("".join(f"{i} {d} {f} {r}\n" for i, d, f, r in JOBS + REFUSAL_JOBS))
     proc = subprocess.run([RUNNER, str(plan), str(out)], capture_output=True, text=True)
     if proc.returncode != 0:
         pytest.fail(f"{RUNNER} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -85,8 +109,9 @@ def as_list(value):
 
 
 def torch_reference(case, inputs):
-    """PyTorch's results and the leaf inputs it differentiated against."""
-    leaves = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    """PyTorch's results and the leaf inputs it differentiated against (no_grad inputs are not)."""
+    leaves = [t.detach().clone().requires_grad_(t.is_floating_point() and not no_grad)
+              for t, no_grad in zip(inputs, case["no_grad"])]
     try:
         return as_list(case["fn"](*leaves)), leaves, False
     except (RuntimeError, NotImplementedError) as e:
@@ -96,8 +121,8 @@ def torch_reference(case, inputs):
     if not half:
         raise RuntimeError("PyTorch has no kernel for these dtypes")
     low = half[0].dtype
-    leaves = [t.detach().to(torch.float32 if t.dtype == low else t.dtype).requires_grad_(t.is_floating_point())
-              for t in inputs]
+    leaves = [t.detach().to(torch.float32 if t.dtype == low else t.dtype)
+              .requires_grad_(t.is_floating_point() and not no_grad) for t, no_grad in zip(inputs, case["no_grad"])]
     outs = [o.to(low) if o.dtype == torch.float32 else o for o in as_list(case["fn"](*leaves))]
     return outs, leaves, True
 
@@ -112,9 +137,9 @@ def assert_close(name, got, want):
         assert torch.equal(got, want), f"{name}: {got} != PyTorch's {want}"
 
 
-@pytest.mark.parametrize("index,dtype,free", JOBS,
-                         ids=[f"{torch_cases.CASES[i]['op']}-{i}-{d}" for i, d, _ in JOBS])
-def test_vs_torch(results, index, dtype, free):
+@pytest.mark.parametrize("index,dtype,free,refuse", JOBS,
+                         ids=[f"{torch_cases.CASES[i]['op']}-{i}-{d}" for i, d, _, _ in JOBS])
+def test_vs_torch(results, index, dtype, free, refuse):
     case = torch_cases.CASES[index]
     got, error = load_job(results / f"{index}_{dtype}")
     where = f"{case['op']} ({case['where']}, {dtype})"
@@ -146,3 +171,22 @@ def test_vs_torch(results, index, dtype, free):
         want_grad = torch.zeros_like(leaf) if g is None else g
         got_grad = got.get(f"grad{i}", torch.zeros_like(leaf))
         assert_close(f"{where}: grad of {name}", got_grad, want_grad)
+
+
+@pytest.mark.parametrize("index,dtype,free,refuse", REFUSAL_JOBS,
+                         ids=[f"{torch_cases.CASES[i]['op']}-{i}-{d}-refuse-{torch_cases.CASES[i]['tensors'][r]}"
+                              for i, d, _, r in REFUSAL_JOBS])
+def test_refusal_vs_torch(results, index, dtype, free, refuse):
+    """A non-differentiable input that requires grad: both refuse the call, naming it."""
+    case = torch_cases.CASES[index]
+    name = case["tensors"][refuse]
+    got, error = load_job(results / f"{index}_{dtype}_refuse{refuse}")
+    where = f"{case['op']} ({case['where']}, {dtype}, {name} requires grad)"
+    assert error is not None, f"{where}: yaten accepted it"
+    assert re.search(rf": {name} requires grad, but .* is not differentiable with respect to {name}\b", error), \
+        f"{where}: yaten's error does not name {name}: {error}"
+    inputs = [got[f"in{i}"] for i in range(len(case["tensors"]))]
+    leaves = [t.detach().clone().requires_grad_(t.is_floating_point() and (not no_grad or i == refuse))
+              for i, (t, no_grad) in enumerate(zip(inputs, case["no_grad"]))]
+    with pytest.raises(RuntimeError, match=f"not differentiable with respect to argument '{name}'"):
+        case["fn"](*leaves)

@@ -215,6 +215,7 @@ build(const config *c)
         o.stride[0] = o.stride[1] = cfg_int(c, "stride", 1);
         o.padding[0] = o.padding[1] = cfg_int(c, "padding", 0);
         o.output_padding[0] = o.output_padding[1] = cfg_int(c, "output_padding", 0);
+        o.dilation[0] = o.dilation[1] = cfg_int(c, "dilation", 1);
         o.groups = cfg_int(c, "groups", 1);
         o.bias = bias;
         return yt_conv_transpose2d_new(&o);

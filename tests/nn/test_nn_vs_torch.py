@@ -77,6 +77,12 @@ CASES = {
                     **{"in": 3}),
         torch=lambda: nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1),
         inputs=lambda: {"input": randn(2, 3, 5, 4)}),
+    # output_padding at the stride, allowed below the dilation
+    "conv_transpose2d_dilated": dict(
+        config=dict(kind="conv_transpose2d", k=3, stride=1, padding=1, output_padding=1, dilation=2,
+                    out=4, **{"in": 3}),
+        torch=lambda: nn.ConvTranspose2d(3, 4, 3, stride=1, padding=1, output_padding=1, dilation=2),
+        inputs=lambda: {"input": randn(2, 3, 5, 4)}),
     "batch_norm2d_train": dict(
         config=dict(kind="batch_norm2d", features=3, momentum=0.3, eval_after=1),
         torch=lambda: nn.BatchNorm2d(3, momentum=0.3), inputs=lambda: {"input": randn(4, 3, 5, 5)},

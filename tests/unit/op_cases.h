@@ -16,6 +16,8 @@ typedef struct yt_case_tensor {
     bool transpose; /* the transpose of a contiguous tensor of `sizes`: non-contiguous */
     int64_t high;   /* > 0: integer values drawn from [0, high) (index tensors) */
     bool optional;  /* a Tensor? argument: NULL is None, not an error */
+    bool no_grad;   /* never made to require grad: the op is not differentiable with respect to it
+                       (derivatives.yaml's `ARG: non_differentiable`, or the sample's `no_grad`) */
 } yt_case_tensor;
 
 /* Calls the op on the case's inputs; ctx is the function variant's result for out= calls. */
@@ -41,6 +43,9 @@ typedef struct yt_error_case {
     yt_case_fn call;
     yt_status expect;          /* 0: any error code */
     const char *expect_prefix; /* the message starts with it: "mm: " */
+    bool requires_grad; /* the no_grad inputs are made to require grad (grad mode on): the op must
+                           refuse them, and accept them with grad mode off */
+    const char *domain; /* NULL, or where the inputs are drawn from (as yt_op_case's) */
 } yt_error_case;
 
 extern const yt_op_case yt_op_cases[];

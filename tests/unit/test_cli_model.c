@@ -44,6 +44,14 @@ static const layer_case cases[] = {
      false,
      "ConvTranspose2d",
      "0.weight"},
+    /* output_padding at or above the stride, below the dilation (PyTorch allows it) */
+    {"{conv_transpose2d: {out: 2, kernel: 3, stride: [1, 2], padding: 1, output_padding: [1, 2], "
+     "dilation: [2, 3]}}",
+     3,
+     {3, 5, 4},
+     false,
+     "ConvTranspose2d",
+     "0.bias"},
     {"{max_pool2d: {kernel: 3, stride: 2, padding: 1}}", 3, {2, 7, 7}, false, "MaxPool2d", ""},
     {"{max_pool2d: 2}", 3, {2, 7, 9}, false, "MaxPool2d", ""},
     {"{avg_pool2d: {kernel: [2, 3]}}", 3, {2, 6, 7}, false, "AvgPool2d", ""},

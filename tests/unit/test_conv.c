@@ -274,11 +274,12 @@ Test(conv1d, equals_conv2d_over_height_one)
     YT_ASSERT_NO_LEAKS();
 }
 
-Test(conv_transpose2d, matches_scatter_reference)
+/* y[n, o, iy s - p + i d, ix s - p + j d] += x[n, c, iy, ix] w[c, o % og, i, j] */
+static void
+transpose_matches_scatter(const int64_t s[2], const int64_t p[2], const int64_t op[2],
+                          const int64_t d[2])
 {
-    /* y[n, o, iy s - p + i d, ix s - p + j d] += x[n, c, iy, ix] w[c, o % og, i, j] */
     int64_t n = 2, c = 4, h = 3, w = 4, og = 3, g = 2, kh = 3, kw = 2;
-    int64_t s[2] = {2, 3}, p[2] = {1, 0}, op[2] = {1, 2}, d[2] = {1, 2};
     int64_t oh = (h - 1) * s[0] - 2 * p[0] + d[0] * (kh - 1) + op[0] + 1;
     int64_t ow = (w - 1) * s[1] - 2 * p[1] + d[1] * (kw - 1) + op[1] + 1;
     int64_t xs[4] = {n, c, h, w}, ws[4] = {c, og, kh, kw};
@@ -312,6 +313,51 @@ Test(conv_transpose2d, matches_scatter_reference)
     assert_close(got, ref, ny, 1e-12, "conv_transpose2d");
     free(got), free(ref), free(xv), free(wv);
     yt_release(y), yt_release(x), yt_release(wt);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(conv_transpose2d, matches_scatter_reference)
+{
+    const int64_t s[2] = {2, 3}, p[2] = {1, 0}, op[2] = {1, 2}, d[2] = {1, 2};
+    transpose_matches_scatter(s, p, op, d);
+}
+
+/* PyTorch allows output_padding below the stride or the dilation: at or above the stride, the
+ * extra rows and columns also hold the taps the padding would otherwise crop. */
+Test(conv_transpose2d, output_padding_at_or_above_the_stride_below_the_dilation)
+{
+    const int64_t s[2] = {1, 2}, p[2] = {2, 1}, op[2] = {2, 3}, d[2] = {3, 4};
+    transpose_matches_scatter(s, p, op, d);
+    const int64_t s2[2] = {2, 1}, p2[2] = {0, 1}, op2[2] = {1, 1}, d2[2] = {1, 2};
+    transpose_matches_scatter(s2, p2, op2, d2);
+}
+
+static yt_tensor *
+transpose_below_dilation(yt_tensor *const *in, int n, void *ctx)
+{
+    (void)n, (void)ctx;
+    const int64_t s[2] = {1, 2}, p[2] = {1, 0}, op[2] = {1, 2}, d[2] = {2, 3};
+    return yt_conv_transpose2d_ex(in[0], in[1], in[2], s, 2, p, 2, op, 2, 1, d, 2);
+}
+
+/* ... and its gradients (through the zero padding of the input) and their gradients. */
+Test(conv_transpose2d, output_padding_below_the_dilation_gradcheck)
+{
+    const int64_t xs[4] = {1, 2, 3, 2}, ws[4] = {2, 2, 2, 2}, bs[1] = {2};
+    double *v[3];
+    yt_tensor *in[3] = {random_tensor(xs, 4, YT_DTYPE_F64, &v[0]),
+                        random_tensor(ws, 4, YT_DTYPE_F64, &v[1]),
+                        random_tensor(bs, 1, YT_DTYPE_F64, &v[2])};
+    for (int i = 0; i < 3; i++) {
+        free(v[i]);
+        cr_assert_eq(yt_set_requires_grad(in[i], true), YT_OK);
+    }
+    cr_assert_eq(yt_gradcheck(transpose_below_dilation, in, 3, NULL, NULL), YT_OK, "%s",
+                 yt_errmsg());
+    cr_assert_eq(yt_gradgradcheck(transpose_below_dilation, in, 3, NULL, NULL), YT_OK, "%s",
+                 yt_errmsg());
+    for (int i = 0; i < 3; i++)
+        yt_release(in[i]);
     YT_ASSERT_NO_LEAKS();
 }
 
@@ -548,8 +594,14 @@ Test(conv2d, errors_name_op_argument_and_values)
     yt_tensor *wt = zeros4(4, 2, 3, 3, 4);
     cr_assert_null(yt_conv_transpose2d_ex(x, wt, NULL, &two, 1, NULL, 0, &two, 1, 1, NULL, 0));
     yt_release(wt);
-    YT_ASSERT_ERROR(YT_ERR_VALUE,
-                    "conv_transpose2d: output_padding=[2, 2] must be smaller than stride=[2, 2]");
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "conv_transpose2d: output_padding=[2, 2] must be smaller than "
+                                  "stride=[2, 2] or dilation=[1, 1] in each dim");
+    int64_t op_big[2] = {1, 2}, dil[2] = {1, 2};
+    wt = zeros4(4, 2, 3, 3, 4);
+    cr_assert_null(yt_conv_transpose2d_ex(x, wt, NULL, NULL, 0, NULL, 0, op_big, 2, 1, dil, 2));
+    yt_release(wt);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "conv_transpose2d: output_padding=[1, 2] must be smaller than "
+                                  "stride=[1, 1] or dilation=[1, 2] in each dim");
     yt_release(x), yt_release(w), yt_release(w3), yt_release(big), yt_release(b5), yt_release(xd);
     YT_ASSERT_NO_LEAKS();
 }

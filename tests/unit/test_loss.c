@@ -41,7 +41,7 @@ typedef struct loss_case {
     const char *reduction;
     double param;
     yt_tensor *target;
-    yt_tensor *weight;     /* a constant class or element weight, or NULL */
+    yt_tensor *weight;     /* a class or element weight that does not require grad, or NULL */
     yt_tensor *pos_weight; /* bce_with_logits only */
 } loss_case;
 
@@ -297,47 +297,115 @@ Test(loss, bce_weights_values)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* Weights are constants, as in PyTorch (which refuses weights that require grad): self still gets
- * its gradient, the weight none. */
-Test(loss, weights_take_no_gradient)
+/* Class and element weights are not differentiable, as in PyTorch (torch 1.13: "The function
+ * 'nll_loss_forward' is not differentiable with respect to argument 'weight'"): with grad mode on,
+ * a weight that requires grad is refused, even when nothing else requires grad; with grad mode off
+ * the same call gives the value of the weight without grad. */
+static yt_tensor *
+weighted_loss(int which, yt_tensor *self, yt_tensor *probs, yt_tensor *index, yt_tensor *w)
 {
-    const double x[6] = {0.3, -1.2, 0.05, 2.0, -0.4, 0.9}, q[6] = {0.0, 1.0, 0.3, 1.0, 0.5, 0.2};
+    switch (which) {
+    case 0:
+        return yt_binary_cross_entropy_ex(probs, probs, w, "mean");
+    case 1:
+        return yt_binary_cross_entropy_with_logits_ex(self, probs, w, NULL, "sum");
+    case 2:
+        return yt_binary_cross_entropy_with_logits_ex(self, probs, NULL, w, "sum");
+    case 3:
+        return yt_nll_loss_ex(self, index, w, "mean", -100);
+    default:
+        return yt_cross_entropy_loss_ex(self, index, w, "mean", -100, 0.1);
+    }
+}
+
+Test(loss, weights_that_require_grad_are_refused)
+{
+    const double x[6] = {0.3, -1.2, 0.05, 2.0, -0.4, 0.9}, q[6] = {0.1, 0.9, 0.3, 0.8, 0.5, 0.2};
     const double w[3] = {0.5, 2.0, 1.5};
     const int64_t xs[2] = {2, 3}, ws[1] = {3}, ts[1] = {2}, tv[2] = {2, 0};
+    static const char *const messages[5] = {
+        "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not "
+        "differentiable with respect to weight",
+        "binary_cross_entropy_with_logits: weight requires grad, but "
+        "binary_cross_entropy_with_logits is not differentiable with respect to weight",
+        "binary_cross_entropy_with_logits: pos_weight requires grad, but "
+        "binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
+        "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
+        "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable "
+        "with respect to weight with class-index targets"};
     for (int which = 0; which < 5; which++) {
-        yt_tensor *self = tensor_f64(x, xs, 2, true), *weight = tensor_f64(w, ws, 1, true);
-        yt_tensor *probs = tensor_f64(q, xs, 2, false), *index = tensor_i64(tv, ts, 1);
-        yt_tensor *sig = yt_sigmoid(self), *l;
-        switch (which) {
-        case 0:
-            l = yt_binary_cross_entropy_ex(sig, probs, weight, "mean");
-            break;
-        case 1:
-            l = yt_binary_cross_entropy_with_logits_ex(self, probs, weight, weight, "sum");
-            break;
-        case 2:
-            l = yt_nll_loss_ex(self, index, weight, "mean", -100);
-            break;
-        case 3:
-            l = yt_cross_entropy_loss_ex(self, index, weight, "mean", -100, 0.1);
-            break;
-        default:
-            l = yt_cross_entropy_loss_ex(self, probs, weight, "mean", -100, 0.1);
-            break;
+        for (int self_grad = 0; self_grad < 2; self_grad++) {
+            yt_tensor *self = tensor_f64(x, xs, 2, self_grad), *weight = tensor_f64(w, ws, 1, true);
+            yt_tensor *plain = tensor_f64(w, ws, 1, false);
+            yt_tensor *probs = tensor_f64(q, xs, 2, false), *index = tensor_i64(tv, ts, 1);
+            yt_clear_error();
+            cr_assert_null(weighted_loss(which, self, probs, index, weight), "loss %d accepted",
+                           which);
+            cr_assert_eq(yt_errcode(), YT_ERR_VALUE, "loss %d: %s", which, yt_errmsg());
+            cr_assert_str_eq(yt_errmsg(), messages[which]);
+            yt_clear_error();
+            bool prev = yt_set_grad_enabled(false);
+            yt_tensor *off = weighted_loss(which, self, probs, index, weight);
+            yt_set_grad_enabled(prev);
+            yt_tensor *ref = weighted_loss(which, self, probs, index, plain);
+            cr_assert_not_null(off, "loss %d, grad mode off: %s", which, yt_errmsg());
+            cr_assert_not_null(ref, "loss %d: %s", which, yt_errmsg());
+            cr_assert(!yt_requires_grad(off));
+            cr_assert_eq(yt_item(off), yt_item(ref), "loss %d: %.17g vs %.17g", which, yt_item(off),
+                         yt_item(ref));
+            yt_release(off);
+            yt_release(ref);
+            yt_release(self);
+            yt_release(weight);
+            yt_release(plain);
+            yt_release(probs);
+            yt_release(index);
         }
-        cr_assert_not_null(l, "loss %d: %s", which, yt_errmsg());
-        cr_assert_eq(yt_backward(l, NULL, NULL), YT_OK, "loss %d: %s", which, yt_errmsg());
-        yt_tensor *gs = yt_grad(self), *gw = yt_grad(weight);
-        cr_assert_not_null(gs, "loss %d: self has no gradient", which);
-        cr_assert_null(gw, "loss %d: weight got a gradient", which);
-        yt_release(gs);
-        yt_release(l);
-        yt_release(sig);
-        yt_release(self);
-        yt_release(weight);
-        yt_release(probs);
-        yt_release(index);
     }
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* With class probabilities PyTorch differentiates cross_entropy in the weight: for the mean,
+ * d/dw_c = -(1/N) sum_n t'_nc log_softmax(x)_nc with t' = (1 - ls) t + ls / C. */
+static yt_tensor *
+ce_probs_call(yt_tensor *const *in, int n, void *ctx)
+{
+    (void)n;
+    return yt_cross_entropy_loss_ex(in[0], (yt_tensor *)ctx, in[1], "mean", -100, 0.1);
+}
+
+Test(loss, cross_entropy_probs_weight_gets_its_gradient)
+{
+    const double x[6] = {0.3, -1.2, 0.05, 2.0, -0.4, 0.9}, q[6] = {0.1, 0.6, 0.3, 0.25, 0.25, 0.5};
+    const double w[3] = {0.5, 2.0, 1.5}, ls = 0.1;
+    const int64_t xs[2] = {2, 3}, ws[1] = {3};
+    yt_tensor *self = tensor_f64(x, xs, 2, true), *weight = tensor_f64(w, ws, 1, true);
+    yt_tensor *probs = tensor_f64(q, xs, 2, false);
+    yt_tensor *in[2] = {self, weight};
+    yt_tensor *l = ce_probs_call(in, 2, probs);
+    cr_assert_not_null(l, "%s", yt_errmsg());
+    cr_assert_eq(yt_backward(l, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    yt_tensor *gw = yt_grad(weight);
+    cr_assert_not_null(gw, "weight got no gradient");
+    double got[3];
+    cr_assert_eq(yt_tensor_copy_to(gw, got, sizeof got, YT_DTYPE_F64), YT_OK);
+    for (int c = 0; c < 3; c++) {
+        double want = 0.0;
+        for (int r = 0; r < 2; r++) {
+            const double *row = x + 3 * r;
+            double m = fmax(row[0], fmax(row[1], row[2]));
+            double lse = m + log(exp(row[0] - m) + exp(row[1] - m) + exp(row[2] - m));
+            want -= ((1 - ls) * q[3 * r + c] + ls / 3) * (row[c] - lse) / 2;
+        }
+        cr_assert(fabs(got[c] - want) < 1e-12, "class %d: %.17g vs %.17g", c, got[c], want);
+    }
+    cr_assert_eq(yt_gradcheck(ce_probs_call, in, 2, probs, NULL), YT_OK, "%s", yt_errmsg());
+    cr_assert_eq(yt_gradgradcheck(ce_probs_call, in, 2, probs, NULL), YT_OK, "%s", yt_errmsg());
+    yt_release(gw);
+    yt_release(l);
+    yt_release(self);
+    yt_release(weight);
+    yt_release(probs);
     YT_ASSERT_NO_LEAKS();
 }
 

@@ -367,6 +367,59 @@ Test(mm, dot_and_outer_values)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* A 1-D weight (in_features) as in PyTorch's F.linear: input @ weight drops the feature dim (a
+ * [3, 4] input gives [3], a [4] input a 0-d result), and the gradients are the vector product's.
+ * A bias with a 1-D weight is refused (torch 1.13: "mat2 must be a matrix, got 1-D tensor"). */
+Test(mm, linear_with_a_1d_weight)
+{
+    const double xv[12] = {1, 2, 3, 4, -1, 0, 2, 5, 0.5, -2, 1, 3}, wv[4] = {2, -1, 0.5, 3};
+    const int64_t sx[2] = {3, 4}, sw[1] = {4}, sb[1] = {3};
+    yt_tensor *x = yt_tensor_from_data(xv, sx, 2, YT_DTYPE_F64);
+    yt_tensor *w = yt_tensor_from_data(wv, sw, 1, YT_DTYPE_F64);
+    yt_tensor *x1 = yt_tensor_from_data(xv, sw, 1, YT_DTYPE_F64);
+    yt_tensor *b = yt_ones_ex(sb, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *b0 = yt_ones_ex(NULL, 0, YT_DTYPE_F64, YT_DEVICE_CPU);
+    cr_assert_eq(yt_set_requires_grad(x, true), YT_OK);
+    cr_assert_eq(yt_set_requires_grad(w, true), YT_OK);
+    yt_tensor *y = yt_linear(x, w);
+    cr_assert_not_null(y, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dim(y), 1);
+    double got[12];
+    values(y, got, 3);
+    for (int r = 0; r < 3; r++) {
+        double want = 0;
+        for (int i = 0; i < 4; i++)
+            want += xv[r * 4 + i] * wv[i];
+        cr_assert(got[r] == want, "y[%d] = %g, want %g", r, got[r], want);
+    }
+    yt_tensor *loss = yt_sum(y);
+    cr_assert_eq(yt_backward(loss, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    yt_tensor *gx = yt_grad(x), *gw = yt_grad(w);
+    values(gx, got, 12); /* d/dx[r][i] = w[i] */
+    for (int k = 0; k < 12; k++)
+        cr_assert(got[k] == wv[k % 4]);
+    values(gw, got, 4); /* d/dw[i] = sum_r x[r][i] */
+    for (int i = 0; i < 4; i++)
+        cr_assert(got[i] == xv[i] + xv[4 + i] + xv[8 + i]);
+    yt_tensor *y0 = yt_linear(x1, w);
+    cr_assert_not_null(y0, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dim(y0), 0);
+    values(y0, got, 1);
+    cr_assert(got[0] == 1 * 2 - 2 * 1 + 3 * 0.5 + 4 * 3);
+    yt_tensor *const biases[2] = {b, b0};
+    yt_tensor *const inputs[2] = {x, x1};
+    for (int k = 0; k < 4; k++) {
+        cr_assert_null(yt_linear_ex(inputs[k & 1], w, biases[k >> 1]), "case %d accepted", k);
+        YT_ASSERT_ERROR(YT_ERR_SHAPE,
+                        "linear: expected weight.dim == 2 or bias is None, got weight.dim=1");
+        yt_clear_error();
+    }
+    yt_tensor *all[] = {x, w, x1, b, b0, y, loss, gx, gw, y0};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        yt_release(all[i]);
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(mm, linear_gradients_in_the_weight_layout)
 {
     /* nn.Linear: y = x W^T + b through addmm, and without a bias (mm) on a 3-D input: every

@@ -256,6 +256,62 @@ Test(nn_attention, mha_errors)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* A forward keeps its temporaries in a scope of its own: inside the user's scopes the results
+ * belong to the user's innermost scope once (not twice, not to the forward's), outside any scope
+ * to the caller; a failure after the checks (an f64 query into f32 projections fails in the
+ * in-projection, with every path of the forward still run on NULLs) leaves nothing behind. */
+Test(nn_attention, mha_forward_temporaries_and_scopes)
+{
+    yt_manual_seed(35);
+    yt_module *m = yt_multihead_attention_new(8, 2, 0.0, true, false);
+    const int64_t shape[3] = {4, 2, 8}, unbatched[2] = {4, 8};
+    const int64_t base = yt_live_tensors(); /* the module's parameters */
+    /* grad mode off: a recorded graph would keep saved temporaries alive, legitimately */
+    bool prev = yt_set_grad_enabled(false);
+    for (int with_weights = 0; with_weights < 2; with_weights++) {
+        yt_tensor *weights = NULL;
+        yt_scope_begin();
+        yt_scope_begin();
+        yt_tensor *x = yt_randn(shape, 3);
+        int64_t live = yt_live_tensors();
+        yt_tensor *y =
+            yt_multihead_attention_forward(m, x, x, x, NULL, true, with_weights ? &weights : NULL);
+        cr_assert_not_null(y, "%s", yt_errmsg());
+        cr_assert_eq(yt_live_tensors(), live + 1 + with_weights, "temporaries outlived forward");
+        yt_scope_keep(y); /* to the outer scope: the inner one does not own it twice */
+        yt_scope_end();
+        cr_assert_eq(yt_live_tensors(), base + 1, "y alone is left, in the outer scope");
+        cr_assert_eq(yt_tensor_dim(y), 3);
+        yt_scope_end();
+        cr_assert_eq(yt_live_tensors(), base);
+
+        /* no scope: the caller owns the results */
+        yt_tensor *u = yt_randn(unbatched, 2);
+        y = yt_multihead_attention_forward(m, u, u, u, NULL, false, with_weights ? &weights : NULL);
+        cr_assert_not_null(y, "%s", yt_errmsg());
+        cr_assert_eq(yt_tensor_dim(y), 2);
+        yt_release(y);
+        yt_release(weights);
+        weights = NULL;
+        yt_release(u);
+
+        yt_tensor *xd = yt_randn_ex(shape, 3, NULL, YT_DTYPE_F64, YT_DEVICE_NONE);
+        weights = (yt_tensor *)1;
+        cr_assert_null(yt_multihead_attention_forward(m, xd, xd, xd, NULL, false,
+                                                      with_weights ? &weights : NULL));
+        YT_ASSERT_ERROR(YT_ERR_DTYPE, "linear: ");
+        if (with_weights)
+            cr_assert_null(weights, "weights_out is NULL after an error");
+        yt_clear_error();
+        yt_release(xd);
+        cr_assert_eq(yt_live_tensors(), base, "a failed forward left %lld tensors",
+                     (long long)(yt_live_tensors() - base));
+    }
+    yt_set_grad_enabled(prev);
+    yt_module_release(m);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* ---------------------------------------------------------------- TransformerEncoderLayer */
 
 Test(nn_attention, encoder_layer_names_count_and_shapes)

@@ -397,7 +397,8 @@ norm_fn(yt_tensor *const *in, int n, void *ctx)
         return yt_rms_norm_ex(in[0], c->affine, c->affine_dim, w, &eps);
     }
     default: {
-        /* eval: running stats are inputs too (the last two), positive variance */
+        /* eval: running stats are inputs too (the last two, positive variance), not requiring
+         * grad: batch_norm is not differentiable with respect to them */
         yt_tensor *rm = c->op == 4 ? in[n - 2] : NULL, *rv = c->op == 4 ? in[n - 1] : NULL;
         return yt_batch_norm(in[0], w, b, rm, rv, c->op == 3, 0.1, 1e-5, false);
     }
@@ -429,7 +430,7 @@ Test(norm, public_ops_double_backward)
             fill(buf, 64, 80 + (unsigned)k, 2); /* in [1, 3) */
             in[n++] = from(buf, c->affine, 1, YT_DTYPE_F64);
         }
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < n - (c->op == 4 ? 2 : 0); j++)
             yt_set_requires_grad(in[j], true);
         cr_assert_eq(yt_gradcheck(norm_fn, in, n, (void *)c, NULL), YT_OK, "case %zu: %s", k,
                      yt_errmsg());
@@ -442,8 +443,8 @@ Test(norm, public_ops_double_backward)
 }
 
 /* batch_norm in training through the public op: running statistics are written in place (a new
- * version), get zero gradients, and mutating them between two forwards does not disturb the
- * backward of both (they are not saved for it). */
+ * version), and mutating them between two forwards does not disturb the backward of both (they
+ * are not saved for it). */
 Test(norm, batch_norm_public_running_stats)
 {
     double xv[] = {1, 2, 10, 10, 3, 4, 10, 14};
@@ -452,7 +453,6 @@ Test(norm, batch_norm_public_running_stats)
     yt_tensor *rm = yt_zeros_ex(cs, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
     yt_tensor *rv = yt_ones_ex(cs, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
     yt_set_requires_grad(x, true);
-    yt_set_requires_grad(rm, true);
     uint64_t v0 = yt_tensor_version(rm);
     yt_tensor *y1 = yt_batch_norm(x, NULL, NULL, rm, rv, true, 0.1, 1e-5, false);
     cr_assert_not_null(y1, "%s", yt_errmsg());
@@ -463,18 +463,54 @@ Test(norm, batch_norm_public_running_stats)
     cr_assert_float_eq(at(rm, 1), 0.19 * 11, 1e-12);
     yt_tensor *x2 = yt_mul(y2, y2), *s = yt_add(y1, x2), *loss = yt_sum(s);
     cr_assert_eq(yt_backward(loss, NULL, NULL), YT_OK, "%s", yt_errmsg());
-    yt_tensor *gx = yt_grad(x), *gm = yt_grad(rm);
+    yt_tensor *gx = yt_grad(x);
     cr_assert_not_null(gx);
-    cr_assert_not_null(gm, "running_mean gets a (zero) gradient");
-    cr_assert_float_eq(at(gm, 0), 0, 0);
-    cr_assert_float_eq(at(gm, 1), 0, 0);
     /* d/dx sum(y) is 0 (y sums to 0 per channel); d/dx sum(y^2) = 0 too (sum y^2 is constant
      * up to eps): the whole gradient is ~0 */
     for (int i = 0; i < 8; i++)
         cr_assert_float_eq(at(gx, i), 0, 1e-4, "dx[%d]=%g", i, at(gx, i));
-    yt_tensor *all[] = {x, rm, rv, y1, y2, x2, s, loss, gx, gm};
+    yt_tensor *all[] = {x, rm, rv, y1, y2, x2, s, loss, gx};
     for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
         yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Running statistics are not differentiable, as in PyTorch (torch 1.13: "The function
+ * 'native_batch_norm' is not differentiable with respect to argument 'running_mean'"): with grad
+ * mode on, one that requires grad is refused in training and in eval, even when the input does
+ * not require grad; with grad mode off the call runs. */
+Test(norm, batch_norm_refuses_running_stats_that_require_grad)
+{
+    double xv[] = {1, 2, 10, 10, 3, 4, 10, 14};
+    int64_t xs[] = {2, 2, 2}, cs[] = {2};
+    for (int k = 0; k < 4; k++) {
+        bool training = k & 1, mean_grad = k & 2;
+        yt_tensor *x = from(xv, xs, 3, YT_DTYPE_F64);
+        yt_tensor *rm = yt_zeros_ex(cs, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+        yt_tensor *rv = yt_ones_ex(cs, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+        yt_set_requires_grad(mean_grad ? rm : rv, true);
+        yt_tensor *y = yt_batch_norm(x, NULL, NULL, rm, rv, training, 0.1, 1e-5, false);
+        cr_assert_null(y, "case %d accepted", k);
+        cr_assert_eq(yt_errcode(), YT_ERR_VALUE, "%s", yt_errmsg());
+        cr_assert_str_eq(yt_errmsg(), mean_grad ? "batch_norm: running_mean requires grad, but "
+                                                  "batch_norm is not differentiable with respect "
+                                                  "to running_mean"
+                                                : "batch_norm: running_var requires grad, but "
+                                                  "batch_norm is not differentiable with respect "
+                                                  "to running_var");
+        yt_clear_error();
+        bool prev = yt_set_grad_enabled(false);
+        y = yt_batch_norm(x, NULL, NULL, rm, rv, training, 0.1, 1e-5, false);
+        yt_set_grad_enabled(prev);
+        cr_assert_not_null(y, "case %d with grad mode off: %s", k, yt_errmsg());
+        /* eval with mean 0 and variance 1: x / sqrt(1 + eps) */
+        if (!training)
+            cr_assert_float_eq(at(y, 2), 10 / sqrt(1 + 1e-5), 1e-12);
+        yt_release(y);
+        yt_release(x);
+        yt_release(rm);
+        yt_release(rv);
+    }
     YT_ASSERT_NO_LEAKS();
 }
 

@@ -2,7 +2,8 @@
  *  - gradcheck and gradgradcheck in f64 for every differentiable sample,
  *  - variant consistency: function vs in-place vs out=, strided vs contiguous inputs,
  *  - NULL propagation for every tensor argument,
- *  - one error-input case per declared check (clear error naming the op, no crash),
+ *  - one error-input case per declared check (clear error naming the op, no crash), and one per
+ *    non-differentiable argument that requires grad (refused, as PyTorch refuses it),
  * and proves after each case that no tensor or byte leaked. */
 #include <math.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ make_input(const yt_case_tensor *spec, uint64_t *state, const char *domain, bool
         yt_release(t);
         t = view;
     }
-    if (t != NULL && requires_grad && spec->dtype == YT_DTYPE_F64)
+    if (t != NULL && requires_grad && !spec->no_grad && spec->dtype == YT_DTYPE_F64)
         yt_set_requires_grad(t, true);
     return t;
 }
@@ -230,7 +231,11 @@ ParameterizedTest(int *index, ops, error_inputs)
 {
     const yt_error_case *c = &yt_error_cases[*index];
     yt_tensor *inputs[YT_CASE_MAX_INPUTS];
-    make_inputs(inputs, c->inputs, c->n_inputs, NULL, false);
+    make_inputs(inputs, c->inputs, c->n_inputs, c->domain, false);
+    for (int i = 0; c->requires_grad && i < c->n_inputs; i++)
+        if (c->inputs[i].no_grad)
+            cr_assert_eq(yt_set_requires_grad(inputs[i], true), YT_OK, "%s", yt_errmsg());
+    cr_assert(yt_grad_enabled(), "grad mode is on by default");
     yt_clear_error();
     yt_tensor *r = c->call(inputs, NULL);
     cr_assert_null(r, "%s (%s): bad input was accepted", c->op, c->what);
@@ -243,6 +248,15 @@ ParameterizedTest(int *index, ops, error_inputs)
               "%s (%s): message '%s' does not start with '%s'", c->op, c->what, yt_errmsg(),
               c->expect_prefix);
     yt_clear_error();
+    if (c->requires_grad) { /* with grad mode off the same call is fine, as in PyTorch */
+        bool prev = yt_set_grad_enabled(false);
+        r = c->call(inputs, NULL);
+        yt_set_grad_enabled(prev);
+        cr_assert_not_null(r, "%s (%s) with grad mode off: %s", c->op, c->what, yt_errmsg());
+        cr_assert(!yt_requires_grad(r), "%s (%s): the result requires grad with grad mode off",
+                  c->op, c->what);
+        yt_release(r);
+    }
     release_all(inputs, c->n_inputs);
     YT_ASSERT_NO_LEAKS();
 }
