@@ -311,6 +311,43 @@ Test(pointwise, gelu_erf_and_tanh_forms)
     YT_ASSERT_NO_LEAKS();
 }
 
+Test(pointwise, gelu_f32_is_accurate_in_the_tail)
+{
+    /* 0.5 * x * (1 + erf(x / sqrt 2)) cancels in float below x = -5 (a few percent, then 100%);
+     * normal_cdf computes the tail directly. Reference: libm's double erfc. */
+    enum { N = 2601 };
+    float xs[N];
+    for (int i = 0; i < N; i++)
+        xs[i] = -13.0f + 0.01f * (float)i;
+    int64_t n = N;
+    yt_tensor *x = yt_empty_ex(&n, 1, YT_DTYPE_F32, YT_DEVICE_CPU);
+    memcpy(yt_tensor_data(x), xs, sizeof xs);
+    yt_tensor *y = yt_gelu(x);
+    cr_assert_not_null(y, "%s", yt_errmsg());
+    const float *got = yt_tensor_data(y);
+    for (int i = 0; i < N; i++) {
+        double want = (double)xs[i] * 0.5 * erfc(-(double)xs[i] / sqrt(2.0));
+        if (fabs(want) < 1e-30)
+            continue; /* near float's denormals */
+        cr_assert_leq(fabs(got[i] / want - 1.0), 2e-6, "gelu(%.9g) = %.9g, want %.9g", xs[i],
+                      got[i], want);
+    }
+    float special[3] = {INFINITY, -INFINITY, NAN};
+    int64_t three = 3;
+    yt_tensor *s = yt_empty_ex(&three, 1, YT_DTYPE_F32, YT_DEVICE_CPU);
+    memcpy(yt_tensor_data(s), special, sizeof special);
+    yt_tensor *g = yt_gelu(s);
+    const float *gs = yt_tensor_data(g);
+    cr_assert(isinf(gs[0]) && gs[0] > 0, "gelu(inf) = %g", gs[0]);
+    cr_assert(isnan(gs[1]), "gelu(-inf) = %g (PyTorch: nan)", gs[1]);
+    cr_assert(isnan(gs[2]), "gelu(nan) = %g", gs[2]);
+    yt_release(g);
+    yt_release(s);
+    yt_release(y);
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(pointwise, div_rounding_modes)
 {
     yt_tensor *a = vec((double[]){-7, 7, -7, 7}, 4, YT_DTYPE_I64);
