@@ -122,8 +122,9 @@ yt__pw_normal_cdf_f(float x)
     e = fmaf(e, r, 1.6666665459e-1f);
     e = fmaf(e, r, 5.0000001201e-1f);
     e = fmaf(e, r * r, r + 1.0f);
-    int32_t bits = ((int32_t)n + 126) << 23; /* 2^(n - 1): the halving of erfc(u) / 2 */
-    bits = bits > 0 ? bits : 0;
+    int32_t biased = (int32_t)n + 126; /* 2^(n - 1): the halving of erfc(u) / 2 */
+    biased = biased > 0 ? biased : 0;  /* below float's normals: 0 (and no shift of a negative) */
+    int32_t bits = biased << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     float t = 2.0f / (2.0f + ax * 0.70710678118654752f);
