@@ -69,12 +69,33 @@ yt__cpu_free(void *ptr, size_t nbytes)
     free(ptr);
 }
 
+int64_t
+yt_allocator_cached_bytes(void)
+{
+    return 0;
+}
+
 void
 yt_allocator_trim(void)
 {
 }
 
 #else
+
+/* Blocks of at least HUGE_BYTES start on a 2 MiB boundary, are rounded up to whole 2 MiB, and
+ * ask for transparent huge pages: one fault per 2 MiB instead of 512 (about 10 us each here),
+ * and one TLB entry where strided kernels (transposed operands, GEMM packing) would otherwise
+ * miss on every 4 KiB page. Linux grants them where /sys/kernel/mm/transparent_hugepage/enabled
+ * is "madvise" or "always"; a granted huge page is backed whole once touched, so such a block
+ * holds its rounded-up size (block_footprint), which the cache limit counts. */
+enum { HUGE_BYTES = 2 << 20 };
+
+/* Bytes a block of `rounded` (its class size) takes from the system. */
+static size_t
+block_footprint(size_t rounded)
+{
+    return rounded < HUGE_BYTES ? rounded : (rounded + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
+}
 
 typedef struct free_block {
     struct free_block *next;
@@ -115,19 +136,12 @@ class_size(int c)
     return ((size_t)1 << (k - 2)) * (size_t)(4 + j + 1);
 }
 
-/* Blocks of at least HUGE_BYTES start on a 2 MiB boundary and ask for transparent huge pages:
- * one fault per 2 MiB instead of 512 (about 10 us each here), and one TLB entry where strided
- * kernels (transposed operands, GEMM packing) would otherwise miss on every 4 KiB page. Linux
- * grants them where /sys/kernel/mm/transparent_hugepage/enabled is "madvise" or "always"; the
- * address space rounded up is never touched, so it costs nothing. */
-enum { HUGE_BYTES = 2 << 20 };
-
 static void *
 aligned_block(size_t rounded)
 {
     if (rounded < HUGE_BYTES)
         return aligned_alloc(ALIGN, rounded); /* a multiple of 64, as aligned_alloc requires */
-    size_t whole = (rounded + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
+    size_t whole = block_footprint(rounded);
     void *p = aligned_alloc(HUGE_BYTES, whole);
 #ifdef MADV_HUGEPAGE
     if (p != NULL)
@@ -160,7 +174,7 @@ global_pop(int c, size_t rounded)
         sc->head = b->next;
     pthread_mutex_unlock(&sc->lock);
     if (b != NULL)
-        atomic_fetch_sub_explicit(&cached_bytes, rounded, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&cached_bytes, block_footprint(rounded), memory_order_relaxed);
     return b;
 }
 
@@ -168,11 +182,12 @@ static void
 global_push(int c, size_t rounded, free_block *b)
 {
     pthread_once(&classes_once, init_classes);
-    if (atomic_load_explicit(&cached_bytes, memory_order_relaxed) + rounded > cache_limit) {
+    size_t bytes = block_footprint(rounded);
+    if (atomic_load_explicit(&cached_bytes, memory_order_relaxed) + bytes > cache_limit) {
         free(b);
         return;
     }
-    atomic_fetch_add_explicit(&cached_bytes, rounded, memory_order_relaxed);
+    atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
     size_class *sc = &classes[c];
     pthread_mutex_lock(&sc->lock);
     b->next = sc->head;
@@ -270,6 +285,12 @@ yt__cpu_free(void *ptr, size_t nbytes)
     global_push(c, rounded, b);
 }
 
+int64_t
+yt_allocator_cached_bytes(void)
+{
+    return (int64_t)atomic_load_explicit(&cached_bytes, memory_order_relaxed);
+}
+
 void
 yt_allocator_trim(void)
 {
@@ -289,7 +310,8 @@ yt_allocator_trim(void)
             b = next;
         }
         if (freed > 0)
-            atomic_fetch_sub_explicit(&cached_bytes, freed * class_size(c), memory_order_relaxed);
+            atomic_fetch_sub_explicit(&cached_bytes, freed * block_footprint(class_size(c)),
+                                      memory_order_relaxed);
     }
 }
 

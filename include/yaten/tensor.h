@@ -87,6 +87,11 @@ YT_API yt_tensor *yt_scope_keep(yt_tensor *t);
 YT_API int64_t yt_live_tensors(void);
 /* Bytes of storage currently owned by live tensors (cached free blocks are not counted). */
 YT_API int64_t yt_live_bytes(void);
+/* Bytes the CPU allocator holds in its shared cache of free blocks, as taken from the system: a
+ * block of 2 MiB or more counts whole 2 MiB (huge) pages. A thread also keeps up to 8 free
+ * blocks of each size up to 64 KiB for itself, not counted here. 0 in sanitizer builds, which
+ * cache nothing. */
+YT_API int64_t yt_allocator_cached_bytes(void);
 /* Returns cached free blocks of the CPU allocator to the system. */
 YT_API void yt_allocator_trim(void);
 

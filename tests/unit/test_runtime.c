@@ -325,6 +325,33 @@ Test(allocator, reuses_blocks_and_trims)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* A freed block of 2 MiB or more is cached at its footprint, whole 2 MiB pages: a 2.5 MiB
+ * tensor's block (class 2.5 MiB) holds 4 MiB. */
+Test(allocator, caches_large_blocks_at_their_huge_page_footprint)
+{
+    const int64_t n = (5 << 20) / 2 / 4; /* 2.5 MiB of f32 */
+    yt_allocator_trim();
+    int64_t before = yt_allocator_cached_bytes();
+    yt_tensor *t = yt_zeros(&n, 1);
+    cr_assert_not_null(t, "%s", yt_errmsg());
+    yt_release(t);
+#if defined(__SANITIZE_ADDRESS__)
+    cr_assert_eq(yt_allocator_cached_bytes(), 0, "sanitizer builds cache nothing");
+#else
+    cr_assert_eq(yt_allocator_cached_bytes() - before, 4 << 20, "cached %lld bytes, had %lld",
+                 (long long)yt_allocator_cached_bytes(), (long long)before);
+    t = yt_zeros(&n, 1); /* the cached block comes back */
+    cr_assert_not_null(t, "%s", yt_errmsg());
+    cr_assert_eq(yt_allocator_cached_bytes(), before, "cached %lld bytes after reuse",
+                 (long long)yt_allocator_cached_bytes());
+    yt_release(t);
+#endif
+    yt_allocator_trim();
+    cr_assert_eq(yt_allocator_cached_bytes(), 0, "cached %lld bytes after trim",
+                 (long long)yt_allocator_cached_bytes());
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* ---------------------------------------------------------------- threads */
 
 typedef struct worker_arg {
