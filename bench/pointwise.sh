@@ -1,7 +1,8 @@
 #!/bin/sh
 # yaten's and PyTorch's pointwise benchmarks, interleaved (yaten, torch, yaten, torch, ...),
-# three rounds, one thread each; prints the best GB/s of each side and their ratio.
-# Usage: bench/pointwise.sh BUILD_DIR [CASE...]
+# ROUNDS rounds (default 3), one thread each; prints the best GB/s of each side and their ratio.
+# Cases at 1M elements run from L3, where both sides vary by up to 25% from one process to the
+# next: more rounds steady the best. Usage: [ROUNDS=N] bench/pointwise.sh BUILD_DIR [CASE...]
 set -eu
 build=${1:-build}
 # never time a stale binary: bring it up to date with the library first
@@ -9,7 +10,9 @@ make -s --no-print-directory BUILD="$build" "$build/bench/pointwise" >&2
 [ $# -gt 0 ] && shift
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 out=$(mktemp)
-for round in 1 2 3; do
+round=0
+while [ "$round" -lt "${ROUNDS:-3}" ]; do
+    round=$((round + 1))
     "$build/bench/pointwise" "$@" >>"$out"
     /usr/bin/python3 "$(dirname "$0")/pointwise_torch.py" "$@" >>"$out"
 done
