@@ -353,21 +353,6 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
     return st;
 }
 
-/* grad_out must have input's shape exactly (no broadcasting in a backward kernel). */
-static yt_status
-check_same_shape(const yt_tensor *grad_out, const yt_tensor *input, const char *op)
-{
-    bool same = grad_out->dim == input->dim;
-    for (int i = 0; same && i < input->dim; i++)
-        same = grad_out->sizes[i] == input->sizes[i];
-    if (same)
-        return YT_OK;
-    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
-    return yt__fail_status(YT_ERR_SHAPE, "%s: grad_out has shape %s but input has shape %s", op,
-                           yt__format_sizes(a, sizeof a, grad_out->sizes, grad_out->dim),
-                           yt__format_sizes(b, sizeof b, input->sizes, input->dim));
-}
-
 /* Training needs more than one value per channel (a variance of one value is meaningless). */
 static yt_status
 check_count(const yt_tensor *input, const char *op)
@@ -398,7 +383,7 @@ yt__cpu_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_ten
                                   yt_tensor *weight, double eps)
 {
     const char *op = "batch_norm_backward_input";
-    if (check_same_shape(grad_out, input, op) != YT_OK)
+    if (yt__norm_check_grad_shape(grad_out, input, op) != YT_OK)
         return yt__last_status();
     if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != input->sizes[1])) {
         char a[YT__SIZES_BUF];
@@ -414,7 +399,7 @@ yt_status
 yt__cpu_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
                                    double eps)
 {
-    if (check_same_shape(grad_out, input, "batch_norm_backward_weight") != YT_OK)
+    if (yt__norm_check_grad_shape(grad_out, input, "batch_norm_backward_weight") != YT_OK)
         return yt__last_status();
     return yt__batchnorm_backward(NULL, result, NULL, grad_out, input, NULL, NULL, NULL, NULL, NULL,
                                   true, eps);
@@ -435,7 +420,7 @@ yt__cpu_batch_norm_backward(yt_tensor *d_input, yt_tensor *d_weight, yt_tensor *
                             bool input_grad, bool weight_grad, bool bias_grad)
 {
     const char *op = "batch_norm_backward";
-    if (check_same_shape(grad_out, input, op) != YT_OK)
+    if (yt__norm_check_grad_shape(grad_out, input, op) != YT_OK)
         return yt__last_status();
     if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != input->sizes[1])) {
         char a[YT__SIZES_BUF];

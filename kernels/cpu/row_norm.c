@@ -17,21 +17,6 @@ geometry(const yt_tensor *input, bool center, double eps)
     return (yt__rownorm){s[0] * s[1], s[2] * s[3], s[3], s[1], eps, center};
 }
 
-/* grad_out must have input's shape exactly (no broadcasting in a backward kernel). */
-static yt_status
-check_same_shape(const yt_tensor *grad_out, const yt_tensor *input, const char *op)
-{
-    bool same = grad_out->dim == input->dim;
-    for (int i = 0; same && i < input->dim; i++)
-        same = grad_out->sizes[i] == input->sizes[i];
-    if (same)
-        return YT_OK;
-    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
-    return yt__fail_status(YT_ERR_SHAPE, "%s: grad_out has shape %s but input has shape %s", op,
-                           yt__format_sizes(a, sizeof a, grad_out->sizes, grad_out->dim),
-                           yt__format_sizes(b, sizeof b, input->sizes, input->dim));
-}
-
 /* weight of a backward op (may be NULL): [G, K] of input [A, G, K, S]. */
 static yt_status
 check_weight(const yt_tensor *weight, const yt_tensor *input, const char *op)
@@ -58,7 +43,8 @@ yt__cpu_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_tenso
                                 yt_tensor *weight, bool center, double eps)
 {
     const char *op = "row_norm_backward_input";
-    if (check_same_shape(grad_out, input, op) != YT_OK || check_weight(weight, input, op) != YT_OK)
+    if (yt__norm_check_grad_shape(grad_out, input, op) != YT_OK ||
+        check_weight(weight, input, op) != YT_OK)
         return yt__last_status();
     yt__rownorm p = geometry(input, center, eps);
     return yt__rownorm_backward(result, NULL, NULL, grad_out, input, NULL, NULL, weight, &p);
@@ -68,7 +54,7 @@ yt_status
 yt__cpu_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
                                  bool center, double eps)
 {
-    if (check_same_shape(grad_out, input, "row_norm_backward_weight") != YT_OK)
+    if (yt__norm_check_grad_shape(grad_out, input, "row_norm_backward_weight") != YT_OK)
         return yt__last_status();
     yt__rownorm p = geometry(input, center, eps);
     return yt__rownorm_backward(NULL, result, NULL, grad_out, input, NULL, NULL, NULL, &p);
@@ -89,7 +75,8 @@ yt__cpu_row_norm_backward(yt_tensor *d_input, yt_tensor *d_weight, yt_tensor *d_
                           double eps, bool input_grad, bool weight_grad, bool bias_grad)
 {
     const char *op = "row_norm_backward";
-    if (check_same_shape(grad_out, input, op) != YT_OK || check_weight(weight, input, op) != YT_OK)
+    if (yt__norm_check_grad_shape(grad_out, input, op) != YT_OK ||
+        check_weight(weight, input, op) != YT_OK)
         return yt__last_status();
     yt_tensor *skipped[3] = {input_grad ? NULL : d_input, weight_grad ? NULL : d_weight,
                              bias_grad ? NULL : d_bias};
