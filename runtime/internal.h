@@ -292,6 +292,11 @@ YT_INTERNAL yt_status yt__shape_like(yt_shape *out, const char *op, yt_tensor *t
 /* Writes "[2, 3, 4]" into buf (truncated to cap). Returns buf, for use inside yt__fail calls. */
 YT_INTERNAL const char *yt__format_sizes(char *buf, size_t cap, const int64_t *sizes, int dim);
 
+/* YT_OK when `t` has `ref`'s shape exactly (a backward kernel takes its gradient unbroadcast),
+ * else a shape error: "OP: NAME has shape [..] but REF_NAME has shape [..]". */
+YT_INTERNAL yt_status yt__check_same_shape(const char *op, const char *name, const yt_tensor *t,
+                                           const char *ref_name, const yt_tensor *ref);
+
 /* Element count of `sizes`: false (and *out untouched) when it overflows int64. A zero anywhere
  * makes the count 0, however large the other sizes are. */
 YT_INTERNAL bool yt__checked_numel(int64_t *out, const int64_t *sizes, int dim);

@@ -20,6 +20,21 @@ yt__format_sizes(char *buf, size_t cap, const int64_t *sizes, int dim)
     return buf;
 }
 
+yt_status
+yt__check_same_shape(const char *op, const char *name, const yt_tensor *t, const char *ref_name,
+                     const yt_tensor *ref)
+{
+    bool same = t->dim == ref->dim;
+    for (int i = 0; same && i < ref->dim; i++)
+        same = t->sizes[i] == ref->sizes[i];
+    if (same)
+        return YT_OK;
+    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+    return yt__fail_status(YT_ERR_SHAPE, "%s: %s has shape %s but %s has shape %s", op, name,
+                           yt__format_sizes(a, sizeof a, t->sizes, t->dim), ref_name,
+                           yt__format_sizes(b, sizeof b, ref->sizes, ref->dim));
+}
+
 bool
 yt__checked_numel(int64_t *out, const int64_t *sizes, int dim)
 {

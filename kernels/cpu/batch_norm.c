@@ -383,7 +383,7 @@ yt__cpu_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_ten
                                   yt_tensor *weight, double eps)
 {
     const char *op = "batch_norm_backward_input";
-    if (yt__norm_check_grad_shape(grad_out, input, op) != YT_OK)
+    if (yt__check_same_shape(op, "grad_out", grad_out, "input", input) != YT_OK)
         return yt__last_status();
     if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != input->sizes[1])) {
         char a[YT__SIZES_BUF];
@@ -399,7 +399,8 @@ yt_status
 yt__cpu_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
                                    double eps)
 {
-    if (yt__norm_check_grad_shape(grad_out, input, "batch_norm_backward_weight") != YT_OK)
+    if (yt__check_same_shape("batch_norm_backward_weight", "grad_out", grad_out, "input", input) !=
+        YT_OK)
         return yt__last_status();
     return yt__batchnorm_backward(NULL, result, NULL, grad_out, input, NULL, NULL, NULL, NULL, NULL,
                                   true, eps);
@@ -420,7 +421,7 @@ yt__cpu_batch_norm_backward(yt_tensor *d_input, yt_tensor *d_weight, yt_tensor *
                             bool input_grad, bool weight_grad, bool bias_grad)
 {
     const char *op = "batch_norm_backward";
-    if (yt__norm_check_grad_shape(grad_out, input, op) != YT_OK)
+    if (yt__check_same_shape(op, "grad_out", grad_out, "input", input) != YT_OK)
         return yt__last_status();
     if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != input->sizes[1])) {
         char a[YT__SIZES_BUF];

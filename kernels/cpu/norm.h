@@ -42,11 +42,6 @@ YT_INTERNAL yt_status yt__rownorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tens
  * else a copy. NULL in, NULL out (no error). */
 YT_INTERNAL yt_tensor *yt__norm_contig(yt_tensor *t, yt_dtype dt);
 
-/* YT_OK when grad_out has input's shape exactly (a backward kernel does not broadcast), else a
- * shape error naming `op`. */
-YT_INTERNAL yt_status yt__norm_check_grad_shape(const yt_tensor *grad_out, const yt_tensor *input,
-                                                const char *op);
-
 /* The dtype the norm kernels compute in: f64 for f64, f32 for the other floating dtypes. */
 static inline yt_dtype
 yt__norm_compute_dtype(yt_dtype d)

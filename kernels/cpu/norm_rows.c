@@ -36,20 +36,6 @@ yt__norm_contig(yt_tensor *t, yt_dtype dt)
     return yt__cast_copy(t, dt);
 }
 
-yt_status
-yt__norm_check_grad_shape(const yt_tensor *grad_out, const yt_tensor *input, const char *op)
-{
-    bool same = grad_out->dim == input->dim;
-    for (int i = 0; same && i < input->dim; i++)
-        same = grad_out->sizes[i] == input->sizes[i];
-    if (same)
-        return YT_OK;
-    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
-    return yt__fail_status(YT_ERR_SHAPE, "%s: grad_out has shape %s but input has shape %s", op,
-                           yt__format_sizes(a, sizeof a, grad_out->sizes, grad_out->dim),
-                           yt__format_sizes(b, sizeof b, input->sizes, input->dim));
-}
-
 /* A contiguous compute-dtype tensor to write `t`'s values into: t itself when it is one. */
 static yt_tensor *
 out_buffer(yt_tensor *t, yt_dtype dt)

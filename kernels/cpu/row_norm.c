@@ -43,7 +43,7 @@ yt__cpu_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_tenso
                                 yt_tensor *weight, bool center, double eps)
 {
     const char *op = "row_norm_backward_input";
-    if (yt__norm_check_grad_shape(grad_out, input, op) != YT_OK ||
+    if (yt__check_same_shape(op, "grad_out", grad_out, "input", input) != YT_OK ||
         check_weight(weight, input, op) != YT_OK)
         return yt__last_status();
     yt__rownorm p = geometry(input, center, eps);
@@ -54,7 +54,8 @@ yt_status
 yt__cpu_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_tensor *input,
                                  bool center, double eps)
 {
-    if (yt__norm_check_grad_shape(grad_out, input, "row_norm_backward_weight") != YT_OK)
+    if (yt__check_same_shape("row_norm_backward_weight", "grad_out", grad_out, "input", input) !=
+        YT_OK)
         return yt__last_status();
     yt__rownorm p = geometry(input, center, eps);
     return yt__rownorm_backward(NULL, result, NULL, grad_out, input, NULL, NULL, NULL, &p);
@@ -75,7 +76,7 @@ yt__cpu_row_norm_backward(yt_tensor *d_input, yt_tensor *d_weight, yt_tensor *d_
                           double eps, bool input_grad, bool weight_grad, bool bias_grad)
 {
     const char *op = "row_norm_backward";
-    if (yt__norm_check_grad_shape(grad_out, input, op) != YT_OK ||
+    if (yt__check_same_shape(op, "grad_out", grad_out, "input", input) != YT_OK ||
         check_weight(weight, input, op) != YT_OK)
         return yt__last_status();
     yt_tensor *skipped[3] = {input_grad ? NULL : d_input, weight_grad ? NULL : d_weight,

@@ -420,25 +420,12 @@ yt__cpu_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dt
     return run_converted(result, self, NULL, dim, LOG_SOFTMAX);
 }
 
-static yt_status
-check_same_shape(const char *op, const yt_tensor *grad_output, const yt_tensor *output)
-{
-    for (int i = 0; i < output->dim; i++)
-        if (grad_output->sizes[i] != output->sizes[i]) {
-            char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
-            return yt__fail_status(
-                YT_ERR_SHAPE, "%s: grad_output has shape %s but output has shape %s", op,
-                yt__format_sizes(a, sizeof a, grad_output->sizes, grad_output->dim),
-                yt__format_sizes(b, sizeof b, output->sizes, output->dim));
-        }
-    return YT_OK;
-}
-
 yt_status
 yt__cpu_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
                               int64_t dim)
 {
-    if (check_same_shape("softmax_backward_data", grad_output, output) != YT_OK)
+    if (yt__check_same_shape("softmax_backward_data", "grad_output", grad_output, "output",
+                             output) != YT_OK)
         return YT_ERR_SHAPE;
     return run_converted(result, grad_output, output, dim, SOFTMAX);
 }
@@ -447,7 +434,8 @@ yt_status
 yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
                                   int64_t dim)
 {
-    if (check_same_shape("log_softmax_backward_data", grad_output, output) != YT_OK)
+    if (yt__check_same_shape("log_softmax_backward_data", "grad_output", grad_output, "output",
+                             output) != YT_OK)
         return YT_ERR_SHAPE;
     return run_converted(result, grad_output, output, dim, LOG_SOFTMAX);
 }

@@ -80,6 +80,31 @@ Test(softmax, stable_at_1e4)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* The backward kernels take their gradient unbroadcast: any other shape is refused by name. */
+Test(softmax, backward_refuses_a_gradient_of_another_shape)
+{
+    const int64_t out_sizes[] = {3, 2}, grad_sizes[] = {2, 3}, grad_wide[] = {3, 3},
+                  grad_more[] = {1, 3, 2};
+    yt_tensor *x = yt_ones(out_sizes, 2), *out = yt_softmax(x, 1);
+    yt_tensor *grad = yt_ones(grad_sizes, 2), *wide = yt_ones(grad_wide, 2);
+    yt_tensor *grad3 = yt_ones(grad_more, 3);
+    cr_assert_null(yt_softmax_backward_data(grad, out, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE,
+                    "softmax_backward_data: grad_output has shape [2, 3] but output has shape");
+    cr_assert_null(yt_log_softmax_backward_data(wide, out, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "log_softmax_backward_data: grad_output has shape [3, 3] but "
+                                  "output has shape [3, 2]");
+    cr_assert_null(yt_log_softmax_backward_data(grad3, out, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE,
+                    "log_softmax_backward_data: grad_output.dim=3 does not match output.dim=2");
+    yt_release(grad3);
+    yt_release(wide);
+    yt_release(grad);
+    yt_release(out);
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* PyTorch gives NaN for a row of -inf (softmax and log_softmax); other rows are unaffected. */
 Test(softmax, all_minus_inf_row_is_nan)
 {
