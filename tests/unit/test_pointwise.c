@@ -428,15 +428,16 @@ Test(pointwise, integer_pow_and_bool_square)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* Transposed inputs go through the tiled traversal (runtime/pointwise.c: 8-row strips, packed
- * tiles): a clone of a transposed view must equal the element-by-element transpose for every
- * element size, with rows that are not a multiple of 8, rows wider than one tile (f64), outer
- * dims, and the threaded split. */
+/* Transposed inputs go through the tiled traversal (runtime/pointwise.c: strips of a cache
+ * line's rows, packed tiles): a clone of a transposed view must equal the element-by-element
+ * transpose for every element size, with rows that are not a multiple of 8 (37: the last 5 rows
+ * join the strip before them), rows wider than one tile, operands past L2 (the next strip is
+ * prefetched: over 1 MiB from 4-byte elements up), outer dims, and the threaded split. */
 Test(pointwise, transposed_inputs_through_tiles)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_BOOL, YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16,
                                YT_DTYPE_I32,  YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
-    enum { B = 3, C = 1100, R = 37 };
+    enum { B = 3, C = 1200, R = 37 };
     static double values[B * C * R];
     for (int64_t i = 0; i < B * C * R; i++)
         values[i] = (double)(i % 97) - 40;
