@@ -19,7 +19,7 @@
 #include "internal.h"
 #include "parallel.h"
 
-enum { MAX_OPERANDS = 8 }; /* out + 7 inputs */
+enum { MAX_OPERANDS = 8, LINE = 64 }; /* out + 7 inputs; bytes per cache line */
 
 typedef struct iter {
     int n_ops;
@@ -29,7 +29,8 @@ typedef struct iter {
     char *base[MAX_OPERANDS];
     int64_t esize[MAX_OPERANDS]; /* element size in bytes */
     int64_t pack_bytes;          /* tiled traversal: bytes of a packed tile per operand */
-    bool prefetch; /* tiled traversal: fetch the next strip while this one's loop runs */
+    bool prefetch;               /* tiled traversal: fetch the next strip during this one's loop */
+    unsigned streams;            /* rows: bit k set when run_row_prefetching fetches operand k */
 } iter;
 
 /* PyTorch's should_swap: > 0 when dim `a` (now inner of the two) should move outward because
@@ -104,6 +105,59 @@ coalesce(iter *it)
     it->dim = kept + 1;
 }
 
+/* A row whose operands stream from memory beside one the rows share (a broadcast row: inner
+ * stride contiguous, stride 0 along dim 1), as in `x + bias` on a large x. The hardware
+ * prefetchers lose track of the streams when the shared row's reads restart every row: in a plain
+ * C loop over [10000, 1000] f32, 27 GB/s against 38 for the same bytes without the shared row.
+ * So such rows run in chunks, each first fetching the streams' lines one chunk ahead (out with
+ * intent to write). yt_add_out of [10000, 1000] f32 and a [1000] row, one thread: 3.08-3.25 ms
+ * -> 2.53-2.65 ms (torch 2.07-2.33 ms in the same minutes); chunks of 1 KiB, or 4 KiB ahead,
+ * measured slower. */
+enum { STREAM_CHUNK_BYTES = 2048, STREAM_AHEAD_BYTES = 2048 };
+
+static void
+run_row_prefetching(const iter *it, char **data, int64_t n, yt__loop_fn loop, const void *ctx)
+{
+    const int64_t *inner = it->strides[0];
+    const int64_t chunk = STREAM_CHUNK_BYTES / it->esize[0];
+    char *at[MAX_OPERANDS];
+    for (int64_t j = 0; j < n; j += chunk) {
+        int64_t len = n - j < chunk ? n - j : chunk;
+        for (int k = 0; k < it->n_ops; k++) {
+            at[k] = data[k] + j * inner[k];
+            if (!((it->streams >> k) & 1))
+                continue;
+            const char *ahead = at[k] + STREAM_AHEAD_BYTES;
+            for (int64_t b = 0; b < len * inner[k]; b += LINE)
+                if (k == 0)
+                    __builtin_prefetch(ahead + b, 1);
+                else
+                    __builtin_prefetch(ahead + b, 0);
+        }
+        loop(at, inner, len, ctx);
+    }
+}
+
+/* The operands run_row_prefetching fetches ahead: those contiguous along the row and not shared
+ * by the rows, when some input is a shared row (see there); 0 when none is. */
+static unsigned
+row_streams(const iter *it)
+{
+    if (it->dim < 2)
+        return 0;
+    bool shared = false;
+    unsigned streams = 0;
+    for (int k = 0; k < it->n_ops; k++) {
+        if (it->strides[0][k] != it->esize[k])
+            continue;
+        if (it->strides[1][k] == 0)
+            shared = true;
+        else
+            streams |= 1u << k;
+    }
+    return shared ? streams : 0;
+}
+
 /* Runs `loop` over flat elements [begin, end) of the iteration space. */
 static void
 run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const void *ctx)
@@ -129,7 +183,10 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
             n = end - pos;
         for (int k = 0; k < it->n_ops; k++)
             data[k] = ptr[k] + idx[0] * inner[k];
-        loop(data, inner, n, ctx);
+        if (it->streams)
+            run_row_prefetching(it, data, n, loop, ctx);
+        else
+            loop(data, inner, n, ctx);
         pos += n;
         idx[0] += n;
         if (idx[0] < it->sizes[0] || pos >= end)
@@ -161,7 +218,7 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
  * tile's rows with every operand contiguous. The other operands stream through the strip's
  * rows, which are adjacent in memory. Work is split across threads by strips. */
 
-enum { LINE = 64, MAX_PACKED = 2, PACK_BYTES = 65536 };
+enum { MAX_PACKED = 2, PACK_BYTES = 65536 };
 
 /* Tiles of PACK_BYTES keep whole rows (up to 1024 f32) of the streamed operands together, which
  * the memory prefetchers need; when every operand fits in cache (CACHED_BYTES in all), tiles of
@@ -514,6 +571,7 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
 
     iter it;
     it.n_ops = n_in + 1;
+    it.streams = 0;
     const int ndim = out->dim;
     for (int k = 0; k < it.n_ops; k++) {
         const yt_tensor *t = k == 0 ? out : in[k - 1];
@@ -567,16 +625,16 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         coalesce(&it);
     }
 
-    int64_t numel = out->numel;
+    int64_t numel = out->numel, bytes = 0;
+    for (int k = 0; k < it.n_ops; k++)
+        bytes += numel * it.esize[k];
     if (wants_tiles(&it)) {
-        int64_t bytes = 0;
-        for (int k = 0; k < it.n_ops; k++)
-            bytes += numel * it.esize[k];
         it.pack_bytes = bytes <= CACHED_BYTES ? CACHED_PACK_BYTES : PACK_BYTES;
         it.prefetch = bytes > L2_BYTES;
         run_tiled(&it, numel, loop, ctx);
         return YT_OK;
     }
+    it.streams = bytes > CACHED_BYTES ? row_streams(&it) : 0;
     run_split(&it, numel, numel, false, loop, ctx);
     return YT_OK;
 }

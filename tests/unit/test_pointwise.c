@@ -489,3 +489,51 @@ Test(pointwise, transposed_inputs_through_tiles)
     yt_release(p64);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Rows that share a broadcast row, past 16 MiB, run in chunks that prefetch the streamed
+ * operands (runtime/pointwise.c, run_row_prefetching): every element of x + row must still be
+ * its own sum, with rows that end in a partial chunk (1000 f32: 512 + 488), more operands, and
+ * at 2 threads, whose shares start mid-row. */
+Test(pointwise, broadcast_rows_past_the_cache)
+{
+    enum { ROWS = 1500, COLS = 1000 };
+    int64_t shape[2] = {ROWS, COLS}, row_shape[1] = {COLS};
+    static float x_values[ROWS * COLS], got[ROWS * COLS];
+    float row_values[COLS];
+    bool pick_values[COLS];
+    for (int64_t i = 0; i < ROWS * COLS; i++)
+        x_values[i] = (float)(i % 1009) * 0.25f;
+    for (int64_t j = 0; j < COLS; j++) {
+        row_values[j] = (float)j * 0.5f - 100.0f;
+        pick_values[j] = j % 3 == 0;
+    }
+    yt_tensor *x = yt_tensor_from_data(x_values, shape, 2, YT_DTYPE_F32);
+    yt_tensor *row = yt_tensor_from_data(row_values, row_shape, 1, YT_DTYPE_F32);
+    yt_tensor *pick = yt_tensor_from_data(pick_values, row_shape, 1, YT_DTYPE_BOOL);
+    int threads_before = yt_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        cr_assert_eq(yt_set_num_threads(threads), YT_OK);
+        yt_tensor *sum = yt_add(x, row);
+        yt_tensor *picked = yt_where(pick, x, row); /* two shared rows, one stream */
+        cr_assert_not_null(picked, "%s", yt_errmsg());
+        cr_assert_eq(yt_tensor_copy_to(sum, got, sizeof got, YT_DTYPE_F32), YT_OK);
+        for (int64_t i = 0; i < ROWS * COLS; i++)
+            cr_assert_eq(got[i], x_values[i] + row_values[i % COLS],
+                         "%d threads: sum [%lld, %lld] got %g want %g", threads,
+                         (long long)(i / COLS), (long long)(i % COLS), got[i],
+                         x_values[i] + row_values[i % COLS]);
+        cr_assert_eq(yt_tensor_copy_to(picked, got, sizeof got, YT_DTYPE_F32), YT_OK);
+        for (int64_t i = 0; i < ROWS * COLS; i++) {
+            float want = pick_values[i % COLS] ? x_values[i] : row_values[i % COLS];
+            cr_assert_eq(got[i], want, "%d threads: where [%lld, %lld] got %g want %g", threads,
+                         (long long)(i / COLS), (long long)(i % COLS), got[i], want);
+        }
+        yt_release(sum);
+        yt_release(picked);
+    }
+    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    yt_release(x);
+    yt_release(row);
+    yt_release(pick);
+    YT_ASSERT_NO_LEAKS();
+}
