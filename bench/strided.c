@@ -1,0 +1,104 @@
+/* yaten's strided and broadcast pointwise cases against its own contiguous case, timed
+ * interleaved in one process (contiguous, strided, contiguous, ...), best of ROUNDS rounds, one
+ * thread. Issue 3's target is a ratio of the two (>= 0.5x of contiguous), and on this machine
+ * both vary by up to 25% from one process to the next, so a ratio taken across processes
+ * (bench/pointwise.sh's "vs contig") is noisier than this one.
+ *
+ * Cases, f32 out= [rows, 1000] at 65K, 1M and 10M elements:
+ *   add_transposed  a.t() + b  against a + b
+ *   exp_transposed  exp(a.t()) against exp(a)
+ *   add_bcast_row   a + row    against a + 1 (the same bytes without the shared row)
+ *
+ * Usage: strided [CASE...]   (default: every case); a table of case, size, both times, ratio. */
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <yaten.h>
+
+enum { COLS = 1000, ROUNDS = 40 };
+
+static const char *const CASES[] = {"add_transposed", "exp_transposed", "add_bcast_row"};
+static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
+
+typedef struct operands {
+    yt_tensor *out, *a, *b, *at, *row;
+} operands;
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One call: the contiguous form of the case, or its strided one. */
+static yt_status
+run(const char *c, bool strided, const operands *o)
+{
+    if (!strcmp(c, "add_transposed"))
+        return yt_add_out(o->out, strided ? o->at : o->a, o->b);
+    if (!strcmp(c, "exp_transposed"))
+        return yt_exp_out(o->out, strided ? o->at : o->a);
+    if (strided)
+        return yt_add_out(o->out, o->a, o->row);
+    return yt_add_scalar_out(o->out, o->a, yt_float(1.0));
+}
+
+static void
+bench(const char *c, int64_t n)
+{
+    int64_t rows = n / COLS;
+    int64_t shape[2] = {rows, COLS}, tshape[2] = {COLS, rows}, rshape[1] = {COLS};
+    yt_tensor *ta = yt_rand(tshape, 2);
+    operands o = {yt_zeros(shape, 2), yt_rand(shape, 2), yt_rand(shape, 2), yt_transpose(ta, 0, 1),
+                  yt_rand(rshape, 1)};
+    if (o.out == NULL || o.a == NULL || o.b == NULL || o.at == NULL || o.row == NULL ||
+        run(c, false, &o) != YT_OK || run(c, true, &o) != YT_OK) {
+        fprintf(stderr, "strided bench %s: %s\n", c, yt_errmsg());
+        exit(1);
+    }
+    int calls = rows * COLS < 1000000 ? 400 : 5;
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r < ROUNDS; r++)
+        for (int strided = 0; strided < 2; strided++) {
+            double t0 = now_s();
+            for (int i = 0; i < calls; i++)
+                run(c, strided, &o);
+            double dt = (now_s() - t0) / calls;
+            if (dt < best[strided])
+                best[strided] = dt;
+        }
+    printf("%-16s %10lld %11.2f %11.2f %7.3f\n", c, (long long)(rows * COLS), best[0] * 1e6,
+           best[1] * 1e6, best[0] / best[1]);
+    fflush(stdout);
+    yt_release(ta);
+    yt_release(o.out);
+    yt_release(o.a);
+    yt_release(o.b);
+    yt_release(o.at);
+    yt_release(o.row);
+}
+
+int
+main(int argc, char **argv)
+{
+    if (yt_set_num_threads(1) != YT_OK) {
+        fprintf(stderr, "strided bench: %s\n", yt_errmsg());
+        return 1;
+    }
+    printf("%-16s %10s %11s %11s %7s\n", "case", "size", "contig_us", "strided_us", "ratio");
+    for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
+        bool wanted = argc == 1;
+        for (int i = 1; i < argc; i++)
+            wanted |= !strcmp(argv[i], CASES[k]);
+        if (!wanted)
+            continue;
+        for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; s++)
+            bench(CASES[k], SIZES[s]);
+    }
+    return 0;
+}
