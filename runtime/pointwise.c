@@ -402,17 +402,15 @@ strip_rows(const iter *it)
 /* Strips per outer index: n1 rows in strips of `height`, except that a remainder of under 8
  * rows joins the last strip instead of being a strip of its own, which would read a line per
  * column for a few elements each (a [65, 1000] f32 add: 4 strips of 16 and one of 1 row -> 3 of
- * 16 and one of 17). *max_rows: the rows of the tallest strip. */
+ * 16 and one of 17). *max_rows (unless NULL): the rows of the tallest strip. */
 static int64_t
 strip_layout(int64_t n1, int64_t height, int64_t *max_rows)
 {
     int64_t full = n1 / height, rest = n1 % height;
-    if (rest == 0 || rest >= 8 || full == 0) {
-        *max_rows = full == 0 ? rest : height;
-        return full + (rest != 0);
-    }
-    *max_rows = height + rest;
-    return full;
+    bool joins = rest != 0 && rest < 8 && full != 0;
+    if (max_rows != NULL)
+        *max_rows = joins ? height + rest : full == 0 ? rest : height;
+    return joins ? full : full + (rest != 0);
 }
 
 /* Runs strips [begin, end) of `height` rows (of dim 1), every outer index included: strip q
@@ -533,9 +531,8 @@ run_split(const iter *it, int64_t numel, int64_t total, bool tiles, yt__loop_fn 
 static void
 run_tiled(const iter *it, int64_t numel, yt__loop_fn loop, const void *ctx)
 {
-    int64_t max_rows;
     int64_t strips =
-        numel / it->sizes[0] / it->sizes[1] * strip_layout(it->sizes[1], strip_rows(it), &max_rows);
+        numel / it->sizes[0] / it->sizes[1] * strip_layout(it->sizes[1], strip_rows(it), NULL);
     run_split(it, numel, strips, true, loop, ctx);
 }
 
@@ -571,6 +568,7 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
 
     iter it;
     it.n_ops = n_in + 1;
+    it.prefetch = false; /* both set below, for the traversal that uses them */
     it.streams = 0;
     const int ndim = out->dim;
     for (int k = 0; k < it.n_ops; k++) {
