@@ -6,6 +6,10 @@
  * materialised), the STREAM convention of /work/shared/reference-bench/torch_bw.py, applied
  * identically on both sides so the ratio is what matters.
  *
+ * Most cases are [N / 1000, 1000]; the *_short_rows ones are [N / 4, 4] (the same elements),
+ * from a narrowed [N / 4, 8] input (4 of every 8 elements) or with a [N / 4, 1] column, where a
+ * traversal that pays per row shows.
+ *
  * Usage: pointwise [CASE...]   (default: every case) */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
@@ -38,6 +42,8 @@ static const bench_case CASES[] = {
     {"add_bcast_col", 2},
     {"add_transposed", 2},
     {"exp_transposed", 1},
+    {"add_scalar_short_rows", 1},
+    {"add_bcast_col_short_rows", 2},
 };
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
 
@@ -49,63 +55,82 @@ now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One call of the case into `out`. */
+enum { SHORT = 4 }; /* row length of the *_short_rows cases */
+
+typedef struct operands {
+    yt_tensor *out, *a, *b, *row, *col, *at; /* [N / 1000, 1000] and its row, column, a.t() */
+    yt_tensor *out4, *a4, *col4, *narrowed4; /* [N / 4, 4], its column, 4 of [N / 4, 8] */
+    yt_tensor *owned[2];                     /* bases of views, released with the rest */
+} operands;
+
+/* One call of the case. */
 static yt_status
-run(const char *c, yt_tensor *out, yt_tensor *a, yt_tensor *b, yt_tensor *row, yt_tensor *col,
-    yt_tensor *at)
+run(const char *c, const operands *o)
 {
     if (!strcmp(c, "add"))
-        return yt_add_out(out, a, b);
+        return yt_add_out(o->out, o->a, o->b);
     if (!strcmp(c, "mul"))
-        return yt_mul_out(out, a, b);
+        return yt_mul_out(o->out, o->a, o->b);
     if (!strcmp(c, "div"))
-        return yt_div_out(out, a, b);
+        return yt_div_out(o->out, o->a, o->b);
     if (!strcmp(c, "add_scalar"))
-        return yt_add_scalar_out(out, a, yt_float(2.0));
+        return yt_add_scalar_out(o->out, o->a, yt_float(2.0));
     if (!strcmp(c, "neg"))
-        return yt_neg_out(out, a);
+        return yt_neg_out(o->out, o->a);
     if (!strcmp(c, "exp"))
-        return yt_exp_out(out, a);
+        return yt_exp_out(o->out, o->a);
     if (!strcmp(c, "sigmoid"))
-        return yt_sigmoid_out(out, a);
+        return yt_sigmoid_out(o->out, o->a);
     if (!strcmp(c, "tanh"))
-        return yt_tanh_out(out, a);
+        return yt_tanh_out(o->out, o->a);
     if (!strcmp(c, "relu"))
-        return yt_relu_out(out, a);
+        return yt_relu_out(o->out, o->a);
     if (!strcmp(c, "sqrt"))
-        return yt_sqrt_out(out, b);
+        return yt_sqrt_out(o->out, o->b);
     if (!strcmp(c, "gelu"))
-        return yt_gelu_out(out, a);
+        return yt_gelu_out(o->out, o->a);
     if (!strcmp(c, "add_bcast_row"))
-        return yt_add_out(out, a, row);
+        return yt_add_out(o->out, o->a, o->row);
     if (!strcmp(c, "add_bcast_col"))
-        return yt_add_out(out, a, col);
+        return yt_add_out(o->out, o->a, o->col);
     if (!strcmp(c, "add_transposed"))
-        return yt_add_out(out, at, b);
+        return yt_add_out(o->out, o->at, o->b);
     if (!strcmp(c, "exp_transposed"))
-        return yt_exp_out(out, at);
+        return yt_exp_out(o->out, o->at);
+    if (!strcmp(c, "add_scalar_short_rows"))
+        return yt_add_scalar_out(o->out4, o->narrowed4, yt_float(2.0));
+    if (!strcmp(c, "add_bcast_col_short_rows"))
+        return yt_add_out(o->out4, o->a4, o->col4);
     return YT_ERR_VALUE;
 }
 
 static void
 bench(const bench_case *c, int64_t n)
 {
-    int64_t rows = n / COLS;
+    int64_t rows = n / COLS, rows4 = rows * COLS / SHORT; /* same elements as the others */
     int64_t shape[2] = {rows, COLS}, tshape[2] = {COLS, rows}, rshape[1] = {COLS},
-            cshape[2] = {rows, 1};
+            cshape[2] = {rows, 1}, shape4[2] = {rows4, SHORT}, wide4[2] = {rows4, 2 * SHORT},
+            cshape4[2] = {rows4, 1};
+    operands o = {0};
     yt_tensor *u = yt_rand(shape, 2);
-    yt_tensor *a = yt_sub_scalar(u, yt_float(0.5));
+    o.a = yt_sub_scalar(u, yt_float(0.5));
     yt_release(u);
-    yt_tensor *b = yt_rand(shape, 2);
-    yt_tensor *row = yt_rand(rshape, 1), *col = yt_rand(cshape, 2);
-    yt_tensor *ta = yt_rand(tshape, 2);
-    yt_tensor *at = yt_transpose(ta, 0, 1);
-    yt_tensor *out = yt_zeros(shape, 2);
-    if (out == NULL || at == NULL || a == NULL) {
+    o.b = yt_rand(shape, 2);
+    o.row = yt_rand(rshape, 1);
+    o.col = yt_rand(cshape, 2);
+    o.owned[0] = yt_rand(tshape, 2);
+    o.at = yt_transpose(o.owned[0], 0, 1);
+    o.out = yt_zeros(shape, 2);
+    o.out4 = yt_zeros(shape4, 2);
+    o.a4 = yt_rand(shape4, 2);
+    o.col4 = yt_rand(cshape4, 2);
+    o.owned[1] = yt_rand(wide4, 2);
+    o.narrowed4 = yt_narrow(o.owned[1], 1, 0, SHORT);
+    if (o.out == NULL || o.at == NULL || o.a == NULL || o.narrowed4 == NULL) {
         fprintf(stderr, "pointwise bench: %s\n", yt_errmsg());
         exit(1);
     }
-    if (run(c->name, out, a, b, row, col, at) != YT_OK) {
+    if (run(c->name, &o) != YT_OK) {
         fprintf(stderr, "pointwise bench %s: %s\n", c->name, yt_errmsg());
         exit(1);
     }
@@ -115,7 +140,7 @@ bench(const bench_case *c, int64_t n)
     while (now_s() - start < 0.4) {
         double t0 = now_s();
         for (int i = 0; i < per_batch; i++)
-            run(c->name, out, a, b, row, col, at);
+            run(c->name, &o);
         double dt = now_s() - t0;
         if (dt < 0.02) {
             per_batch *= 2;
@@ -124,16 +149,14 @@ bench(const bench_case *c, int64_t n)
         if (dt / per_batch < best)
             best = dt / per_batch;
     }
-    double bytes = 4.0 * (double)(rows * COLS) * (c->n_in + 1);
-    printf("yaten %s %lld %.2f\n", c->name, (long long)(rows * COLS), bytes / best / 1e9);
+    int64_t numel = rows * COLS;
+    double bytes = 4.0 * (double)numel * (c->n_in + 1);
+    printf("yaten %s %lld %.2f\n", c->name, (long long)numel, bytes / best / 1e9);
     fflush(stdout);
-    yt_release(a);
-    yt_release(b);
-    yt_release(row);
-    yt_release(col);
-    yt_release(ta);
-    yt_release(at);
-    yt_release(out);
+    yt_tensor *all[] = {o.out,  o.a,  o.b,    o.row,       o.col,      o.at,
+                        o.out4, o.a4, o.col4, o.narrowed4, o.owned[0], o.owned[1]};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        yt_release(all[i]);
 }
 
 int

@@ -3,6 +3,7 @@
 f32, one thread. Usage: pointwise_torch.py [CASE...]"""
 import sys
 import time
+import types
 
 import torch
 import torch.nn.functional as F
@@ -10,22 +11,25 @@ import torch.nn.functional as F
 torch.set_num_threads(1)
 COLS = 1000
 SIZES = [1 << 16, 1 << 20, 10000000]
-CASES = {  # name: (operands read, fn(out, a, b, row, col, at))
-    "add": (2, lambda o, a, b, r, c, t: torch.add(a, b, out=o)),
-    "mul": (2, lambda o, a, b, r, c, t: torch.mul(a, b, out=o)),
-    "div": (2, lambda o, a, b, r, c, t: torch.div(a, b, out=o)),
-    "add_scalar": (1, lambda o, a, b, r, c, t: torch.add(a, 2.0, out=o)),
-    "neg": (1, lambda o, a, b, r, c, t: torch.neg(a, out=o)),
-    "exp": (1, lambda o, a, b, r, c, t: torch.exp(a, out=o)),
-    "sigmoid": (1, lambda o, a, b, r, c, t: torch.sigmoid(a, out=o)),
-    "tanh": (1, lambda o, a, b, r, c, t: torch.tanh(a, out=o)),
-    "relu": (1, lambda o, a, b, r, c, t: torch.clamp_min(a, 0, out=o)),  # relu has no out=
-    "sqrt": (1, lambda o, a, b, r, c, t: torch.sqrt(b, out=o)),
-    "gelu": (1, lambda o, a, b, r, c, t: torch._C._nn.gelu(a, out=o)),
-    "add_bcast_row": (2, lambda o, a, b, r, c, t: torch.add(a, r, out=o)),
-    "add_bcast_col": (2, lambda o, a, b, r, c, t: torch.add(a, c, out=o)),
-    "add_transposed": (2, lambda o, a, b, r, c, t: torch.add(t, b, out=o)),
-    "exp_transposed": (1, lambda o, a, b, r, c, t: torch.exp(t, out=o)),
+SHORT = 4  # row length of the *_short_rows cases: [N / 4, 4], as in bench/pointwise.c
+CASES = {  # name: (operands read, fn(v)), v holding the operands made below
+    "add": (2, lambda v: torch.add(v.a, v.b, out=v.out)),
+    "mul": (2, lambda v: torch.mul(v.a, v.b, out=v.out)),
+    "div": (2, lambda v: torch.div(v.a, v.b, out=v.out)),
+    "add_scalar": (1, lambda v: torch.add(v.a, 2.0, out=v.out)),
+    "neg": (1, lambda v: torch.neg(v.a, out=v.out)),
+    "exp": (1, lambda v: torch.exp(v.a, out=v.out)),
+    "sigmoid": (1, lambda v: torch.sigmoid(v.a, out=v.out)),
+    "tanh": (1, lambda v: torch.tanh(v.a, out=v.out)),
+    "relu": (1, lambda v: torch.clamp_min(v.a, 0, out=v.out)),  # relu has no out=
+    "sqrt": (1, lambda v: torch.sqrt(v.b, out=v.out)),
+    "gelu": (1, lambda v: torch._C._nn.gelu(v.a, out=v.out)),
+    "add_bcast_row": (2, lambda v: torch.add(v.a, v.row, out=v.out)),
+    "add_bcast_col": (2, lambda v: torch.add(v.a, v.col, out=v.out)),
+    "add_transposed": (2, lambda v: torch.add(v.at, v.b, out=v.out)),
+    "exp_transposed": (1, lambda v: torch.exp(v.at, out=v.out)),
+    "add_scalar_short_rows": (1, lambda v: torch.add(v.narrowed4, 2.0, out=v.out4)),
+    "add_bcast_col_short_rows": (2, lambda v: torch.add(v.a4, v.col4, out=v.out4)),
 }
 
 wanted = sys.argv[1:] or list(CASES)
@@ -33,16 +37,18 @@ for name in wanted:
     n_in, fn = CASES[name]
     for n in SIZES:
         rows = n // COLS
-        a, b = torch.rand(rows, COLS) - 0.5, torch.rand(rows, COLS)
-        r, c = torch.rand(COLS), torch.rand(rows, 1)
-        t = torch.rand(COLS, rows).t()
-        o = torch.zeros(rows, COLS)
-        fn(o, a, b, r, c, t)
+        rows4 = rows * COLS // SHORT  # the same elements as the others
+        v = types.SimpleNamespace(
+            a=torch.rand(rows, COLS) - 0.5, b=torch.rand(rows, COLS), row=torch.rand(COLS),
+            col=torch.rand(rows, 1), at=torch.rand(COLS, rows).t(), out=torch.zeros(rows, COLS),
+            a4=torch.rand(rows4, SHORT), col4=torch.rand(rows4, 1),
+            narrowed4=torch.rand(rows4, 2 * SHORT)[:, :SHORT], out4=torch.zeros(rows4, SHORT))
+        fn(v)
         best, start, per_batch = 1e30, time.perf_counter(), 1
         while time.perf_counter() - start < 0.4:
             t0 = time.perf_counter()
             for _ in range(per_batch):
-                fn(o, a, b, r, c, t)
+                fn(v)
             dt = time.perf_counter() - t0
             if dt < 0.02:
                 per_batch *= 2

@@ -14,19 +14,23 @@
 /* cast_<src>_<dst>: data[0] is the destination, data[1] the source. The contiguous branch has
  * constant strides so the compiler can vectorise it. */
 #define DEFINE_CAST(S, SIZE_S, WIDE_S, D, SIZE_D)                                                  \
-    static void cast_##S##_##D(char **data, const int64_t *strides, int64_t n, const void *ctx)    \
+    static void cast_##S##_##D(char **data, const int64_t *strides, int64_t n,                     \
+                               const int64_t *row_strides, int64_t rows, const void *ctx)          \
     {                                                                                              \
         (void)ctx;                                                                                 \
-        char *dst = data[0];                                                                       \
-        const char *src = data[1];                                                                 \
-        if (strides[0] == SIZE_D && strides[1] == SIZE_S) {                                        \
+        for (int64_t r = 0; r < rows; r++) {                                                       \
+            char *dst = data[0] + r * row_strides[0];                                              \
+            const char *src = data[1] + r * row_strides[1];                                        \
+            if (strides[0] == SIZE_D && strides[1] == SIZE_S) {                                    \
+                for (int64_t i = 0; i < n; i++)                                                    \
+                    yt__store_##D##_from_##WIDE_S(dst + i * SIZE_D,                                \
+                                                  yt__load_##S(src + i * SIZE_S));                 \
+                continue;                                                                          \
+            }                                                                                      \
             for (int64_t i = 0; i < n; i++)                                                        \
-                yt__store_##D##_from_##WIDE_S(dst + i * SIZE_D, yt__load_##S(src + i * SIZE_S));   \
-            return;                                                                                \
+                yt__store_##D##_from_##WIDE_S(dst + i * strides[0],                                \
+                                              yt__load_##S(src + i * strides[1]));                 \
         }                                                                                          \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            yt__store_##D##_from_##WIDE_S(dst + i * strides[0],                                    \
-                                          yt__load_##S(src + i * strides[1]));                     \
     }
 
 /* Every source dtype crossed with every destination dtype. */
@@ -65,16 +69,21 @@ static const yt__loop_fn cast_loops[YT_DTYPE_COUNT][YT_DTYPE_COUNT] = {
 
 /* Same-dtype copies by element width: bit-exact (NaN payloads survive). */
 #define DEFINE_MOVE(BITS)                                                                          \
-    static void move_##BITS(char **data, const int64_t *strides, int64_t n, const void *ctx)       \
+    static void move_##BITS(char **data, const int64_t *strides, int64_t n,                        \
+                            const int64_t *row_strides, int64_t rows, const void *ctx)             \
     {                                                                                              \
         (void)ctx;                                                                                 \
         const int64_t size = BITS / 8;                                                             \
-        if (strides[0] == size && strides[1] == size) {                                            \
-            memcpy(data[0], data[1], (size_t)(n * size));                                          \
-            return;                                                                                \
+        for (int64_t r = 0; r < rows; r++) {                                                       \
+            char *dst = data[0] + r * row_strides[0];                                              \
+            const char *src = data[1] + r * row_strides[1];                                        \
+            if (strides[0] == size && strides[1] == size) {                                        \
+                memcpy(dst, src, (size_t)(n * size));                                              \
+                continue;                                                                          \
+            }                                                                                      \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                memcpy(dst + i * strides[0], src + i * strides[1], (size_t)size);                  \
         }                                                                                          \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            memcpy(data[0] + i * strides[0], data[1] + i * strides[1], (size_t)size);              \
     }
 DEFINE_MOVE(8)
 DEFINE_MOVE(16)

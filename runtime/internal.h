@@ -312,9 +312,12 @@ YT_INTERNAL bool yt__view_strides(int64_t *strides, const yt_tensor *self, const
 
 /* ---------------------------------------------------------------- pointwise iteration */
 
-/* Inner loop over `n` elements: data[0] is the output, data[1..] the inputs; strides in bytes
- * (0 for a broadcast input). */
-typedef void (*yt__loop_fn)(char **data, const int64_t *strides, int64_t n, const void *ctx);
+/* Loop over `rows` rows of `n` elements: data[0] is the output, data[1..] the inputs, each at
+ * the start of its first row; strides[k] steps operand k along a row and row_strides[k] from one
+ * row to the next, in bytes (0 for a broadcast input). Rows come in blocks so that a strided or
+ * tiled traversal pays one call per block, not per row (PyTorch's loop2d). */
+typedef void (*yt__loop_fn)(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx);
 
 /* Runs `loop` over every element of `out`, with each input broadcast to out's shape (the caller
  * checked broadcastability). Coalesces dimensions, calls `loop` once for contiguous operands, and

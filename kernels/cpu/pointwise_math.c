@@ -1,14 +1,16 @@
 /* Out-of-line helpers of the generated pointwise kernels (see pointwise_math.h). */
 #include "pointwise_math.h"
 
-/* Sets *found when the row holds a zero; rows may run on several threads, and they only ever
- * store true. */
+/* Sets *found when the rows hold a zero; blocks of rows may run on several threads, and they only
+ * ever store true. */
 #define DEFINE_ZERO_SCAN(T)                                                                        \
-    static void zero_scan_##T(char **data, const int64_t *strides, int64_t n, const void *ctx)     \
+    static void zero_scan_##T(char **data, const int64_t *strides, int64_t n,                      \
+                              const int64_t *row_strides, int64_t rows, const void *ctx)           \
     {                                                                                              \
         bool any = false;                                                                          \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            any |= *(const T *)(data[1] + i * strides[1]) == 0;                                    \
+        for (int64_t r = 0; r < rows; r++)                                                         \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                any |= *(const T *)(data[1] + r * row_strides[1] + i * strides[1]) == 0;           \
         if (any)                                                                                   \
             __atomic_store_n((bool *)ctx, true, __ATOMIC_RELAXED);                                 \
     }

@@ -108,7 +108,8 @@ def test_a_new_pointwise_op_from_yaml_alone(tmp_path):
     assert "yt__record_log1pexp(result, self)" in ops_c
 
     kernels = files["generated/kernels_pointwise.c"]
-    assert "static void\nlog1pexp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)" in kernels
+    assert ("static void log1pexp_loop_f32(char **data, const int64_t *strides, int64_t n, "
+            "const int64_t *row_strides, int64_t rows, const void *ctx)") in " ".join(kernels.split())
     assert "const float out_value = logf((float)1 + expf(self));" in kernels
     assert "const double out_value = log((double)1 + exp(self));" in kernels
     assert "log1pexp_loop_i32" not in kernels  # floating dtypes only

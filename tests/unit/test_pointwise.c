@@ -537,3 +537,64 @@ Test(pointwise, broadcast_rows_past_the_cache)
     yt_release(pick);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Loops run blocks of rows along dim 1 (runtime/pointwise.c, run_range): a block must stop at
+ * the end of dim 1 and carry into dim 2, and at 2 threads the shares start partway along a row
+ * and partway down dim 1. Short rows (5 of 11 elements) of a view that also leaves out the last
+ * row of each batch, so a block that ran past dim 1 would read that row; through the strided
+ * path, the broadcast path (a column), and the copy loops (same dtype and converting). The
+ * values change with each pass, so results left from an earlier pass do not match. */
+Test(pointwise, blocks_of_rows_carry_across_dims)
+{
+    enum { B = 7, R = 1300, W = 11, N = 5 }; /* 7 * 1300 * 5 = 45500 elements > the grain */
+    int64_t full[3] = {B, R + 1, W}, shape[3] = {B, R, N}, col_shape[3] = {B, R, 1};
+    static float x_values[B * (R + 1) * W], col_values[B * R], got[B * R * N];
+    static double got64[B * R * N];
+    int threads_before = yt_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        for (int64_t i = 0; i < B * (R + 1) * W; i++)
+            x_values[i] = (float)(i % 1013) - 500.0f + 2000.0f * (float)threads;
+        for (int64_t i = 0; i < B * R; i++)
+            col_values[i] = (float)(i % 17) * 0.5f;
+        yt_tensor *x = yt_tensor_from_data(x_values, full, 3, YT_DTYPE_F32);
+        yt_tensor *rows = yt_narrow(x, 1, 0, R);
+        yt_tensor *xn = yt_narrow(rows, 2, 3, N); /* [7, 1300, 5] of [7, 1301, 11] */
+        yt_tensor *col = yt_tensor_from_data(col_values, col_shape, 3, YT_DTYPE_F32);
+        yt_tensor *sum = yt_full(shape, 3, yt_float(NAN)), *plus = yt_full(shape, 3, yt_float(NAN));
+        cr_assert_not_null(xn, "%s", yt_errmsg());
+        cr_assert_eq(yt_set_num_threads(threads), YT_OK);
+        cr_assert_eq(yt_add_out(sum, xn, col), YT_OK, "%s", yt_errmsg());
+        cr_assert_eq(yt_add_scalar_out(plus, xn, yt_float(0.5)), YT_OK, "%s", yt_errmsg());
+        yt_tensor *copy = yt_contiguous(xn);
+        yt_tensor *wide = yt_to(xn, YT_DTYPE_F64);
+        cr_assert(copy != NULL && wide != NULL, "%s", yt_errmsg());
+        yt_tensor *results[3] = {sum, plus, copy};
+        for (int k = 0; k < 3; k++) {
+            cr_assert_eq(yt_tensor_copy_to(results[k], got, sizeof got, YT_DTYPE_F32), YT_OK);
+            for (int64_t i = 0; i < B * R * N; i++) {
+                int64_t b = i / (R * N), r = i / N % R, j = i % N;
+                float xv = x_values[(b * (R + 1) + r) * W + 3 + j];
+                float want = k == 0 ? xv + col_values[b * R + r] : k == 1 ? xv + 0.5f : xv;
+                cr_assert_eq(got[i], want,
+                             "%d threads, result %d [%lld, %lld, %lld]: got %g want %g", threads, k,
+                             (long long)b, (long long)r, (long long)j, got[i], want);
+            }
+        }
+        cr_assert_eq(yt_tensor_copy_to(wide, got64, sizeof got64, YT_DTYPE_F64), YT_OK);
+        for (int64_t i = 0; i < B * R * N; i++) {
+            int64_t b = i / (R * N), r = i / N % R, j = i % N;
+            cr_assert_eq(got64[i], (double)x_values[(b * (R + 1) + r) * W + 3 + j],
+                         "%d threads, to f64 at %lld", threads, (long long)i);
+        }
+        yt_release(sum);
+        yt_release(plus);
+        yt_release(copy);
+        yt_release(wide);
+        yt_release(col);
+        yt_release(xn);
+        yt_release(rows);
+        yt_release(x);
+    }
+    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    YT_ASSERT_NO_LEAKS();
+}
