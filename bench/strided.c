@@ -4,10 +4,11 @@
  * both vary by up to 25% from one process to the next, so a ratio taken across processes
  * (bench/pointwise.sh's "vs contig") is noisier than this one.
  *
- * Cases, f32 out= [rows, 1000] at 65K, 1M and 10M elements:
- *   add_transposed  a.t() + b  against a + b
- *   exp_transposed  exp(a.t()) against exp(a)
- *   add_bcast_row   a + row    against a + 1 (the same bytes without the shared row)
+ * Cases, out= [rows, 1000] at 65K, 1M and 10M elements, f32 unless named:
+ *   add_transposed      a.t() + b  against a + b
+ *   add_transposed_f64  the same in f64
+ *   exp_transposed      exp(a.t()) against exp(a)
+ *   add_bcast_row       a + row    against a + 1 (the same bytes without the shared row)
  *
  * Usage: strided [CASE...]   (default: every case); a table of case, size, both times, ratio. */
 #define _POSIX_C_SOURCE 199309L
@@ -20,7 +21,8 @@
 
 enum { COLS = 1000, ROUNDS = 40 };
 
-static const char *const CASES[] = {"add_transposed", "exp_transposed", "add_bcast_row"};
+static const char *const CASES[] = {"add_transposed", "add_transposed_f64", "exp_transposed",
+                                    "add_bcast_row"};
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
 
 typedef struct operands {
@@ -35,11 +37,22 @@ now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* `t` converted to `dtype` (t itself when it has it); takes t's reference. */
+static yt_tensor *
+in_dtype(yt_tensor *t, yt_dtype dtype)
+{
+    if (t == NULL || yt_tensor_dtype(t) == dtype)
+        return t;
+    yt_tensor *converted = yt_to(t, dtype);
+    yt_release(t);
+    return converted;
+}
+
 /* One call: the contiguous form of the case, or its strided one. */
 static yt_status
 run(const char *c, bool strided, const operands *o)
 {
-    if (!strcmp(c, "add_transposed"))
+    if (!strcmp(c, "add_transposed") || !strcmp(c, "add_transposed_f64"))
         return yt_add_out(o->out, strided ? o->at : o->a, o->b);
     if (!strcmp(c, "exp_transposed"))
         return yt_exp_out(o->out, strided ? o->at : o->a);
@@ -53,9 +66,11 @@ bench(const char *c, int64_t n)
 {
     int64_t rows = n / COLS;
     int64_t shape[2] = {rows, COLS}, tshape[2] = {COLS, rows}, rshape[1] = {COLS};
-    yt_tensor *ta = yt_rand(tshape, 2);
-    operands o = {yt_zeros(shape, 2), yt_rand(shape, 2), yt_rand(shape, 2), yt_transpose(ta, 0, 1),
-                  yt_rand(rshape, 1)};
+    yt_dtype dtype = strstr(c, "_f64") ? YT_DTYPE_F64 : YT_DTYPE_F32;
+    yt_tensor *ta = in_dtype(yt_rand(tshape, 2), dtype);
+    operands o = {in_dtype(yt_zeros(shape, 2), dtype), in_dtype(yt_rand(shape, 2), dtype),
+                  in_dtype(yt_rand(shape, 2), dtype), yt_transpose(ta, 0, 1),
+                  in_dtype(yt_rand(rshape, 1), dtype)};
     if (o.out == NULL || o.a == NULL || o.b == NULL || o.at == NULL || o.row == NULL ||
         run(c, false, &o) != YT_OK || run(c, true, &o) != YT_OK) {
         fprintf(stderr, "strided bench %s: %s\n", c, yt_errmsg());

@@ -371,6 +371,20 @@ transpose8x4_64(double *d, int64_t dn, const char *src, int64_t s0)
 }
 #endif
 
+#ifdef __AVX2__
+/* pack()'s register blocks: 8 rows by COLS columns of element type T at a time */
+#define PACK_BLOCKS(T, COLS, transpose)                                                            \
+    for (; rows >= 8 && j + COLS <= n; j += COLS) {                                                \
+        T *d = (T *)dst + j;                                                                       \
+        const char *col = src + j * s0;                                                            \
+        int64_t h = 0;                                                                             \
+        for (; h + 8 <= rows; h += 8)                                                              \
+            transpose(d + h * n, n, col + h * (int64_t)sizeof(T), s0);                             \
+        if (h < rows) /* the last 8 rows again, overlapping rows already copied */                 \
+            transpose(d + (rows - 8) * n, n, col + (rows - 8) * (int64_t)sizeof(T), s0);           \
+    }
+#endif
+
 /* Copies a rows x n tile; see DEFINE_PACK. Column blocks go outermost and are read top to
  * bottom, so each source line is used up while it is in L1. Rows past the last multiple of 8 (a
  * strip that took in the remainder of the rows, see strip_layout) are one more 8-row block that
@@ -391,26 +405,10 @@ pack(char *dst, const char *src, int64_t rows, int64_t n, int64_t s0, int64_t es
         return;
 #ifdef __AVX2__
     case 4:
-        for (; rows >= 8 && j + 8 <= n; j += 8) {
-            float *d = (float *)dst + j;
-            const char *col = src + j * s0;
-            int64_t h = 0;
-            for (; h + 8 <= rows; h += 8)
-                transpose8x8_32(d + h * n, n, col + h * 4, s0);
-            if (h < rows) /* the last 8 rows again, overlapping rows already copied */
-                transpose8x8_32(d + (rows - 8) * n, n, col + (rows - 8) * 4, s0);
-        }
+        PACK_BLOCKS(float, 8, transpose8x8_32)
         break;
     case 8:
-        for (; rows >= 8 && j + 4 <= n; j += 4) {
-            double *d = (double *)dst + j;
-            const char *col = src + j * s0;
-            int64_t h = 0;
-            for (; h + 8 <= rows; h += 8)
-                transpose8x4_64(d + h * n, n, col + h * 8, s0);
-            if (h < rows)
-                transpose8x4_64(d + (rows - 8) * n, n, col + (rows - 8) * 8, s0);
-        }
+        PACK_BLOCKS(double, 4, transpose8x4_64)
         break;
 #endif
     default:
