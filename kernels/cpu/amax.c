@@ -88,9 +88,6 @@ row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
         for (int k = 0; k < 4; k++)
             a[k] = _mm256_set1_ps(min ? INFINITY : -INFINITY);
         for (; i + 32 <= n; i += 32) {
-            /* 2 KiB ahead: one stream alone gets too few lines in flight from memory */
-            __builtin_prefetch(p + i + 512);
-            __builtin_prefetch(p + i + 528);
             /* unrolled, or GCC keeps a[] in memory: a store and reload per vector */
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
             {

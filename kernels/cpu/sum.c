@@ -61,34 +61,56 @@ row_f64(acc *sum, const char *x, int64_t n, int64_t stride)
  * ~0.4x of memory speed. */
 #define F32_RUN 1024
 
+/* Adds the runs of `streams` (1 or 2) pieces of a row, n elements each (n a multiple of 32)
+ * starting at p and p + n, read in step, into sums[0..streams). Inlined with `streams` a
+ * constant, so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void
+runs_f32(double *sums, const float *p, int64_t n, int streams)
+{
+    for (int64_t i = 0; i < n;) {
+        int64_t run = n - i < F32_RUN ? n - i : F32_RUN;
+        __m256 a[2][4];
+        for (int k = 0; k < 2; k++)
+            for (int v = 0; v < 4; v++)
+                a[k][v] = _mm256_setzero_ps();
+        for (int64_t r = i; r < i + run; r += 32) {
+#pragma GCC unroll 2
+            for (int k = 0; k < streams; k++) {
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; v++)
+                    a[k][v] = _mm256_add_ps(a[k][v], _mm256_loadu_ps(p + k * n + r + 8 * v));
+            }
+        }
+        for (int k = 0; k < streams; k++)
+            sums[k] += yt__hsum8(
+                _mm256_add_ps(_mm256_add_ps(a[k][0], a[k][1]), _mm256_add_ps(a[k][2], a[k][3])));
+        i += run;
+    }
+}
+
+/* Contiguous rows of TWO_STREAMS elements or more are read as two halves in step: two streams
+ * keep more lines in flight from memory than one (a plain C loop over 4096 x 4096 f32, one
+ * thread: 33 -> 37 GB/s, as fast as torch.sum). Shorter rows stay one stream: rows that follow
+ * each other in memory are then one stream across rows, where halves would restart two every
+ * row (sum over dim 1 of 4096 x 4096: 1.6 ms as one stream, 3.2 ms as halves). A software
+ * prefetch 2 KiB ahead, the earlier answer, cost a third (1.6 -> 2.2 ms). */
+enum { TWO_STREAMS = 32768 };
+
 static void
 row_f32(acc *sum, const char *x, int64_t n, int64_t stride)
 {
-    double s = 0.0;
+    double s[2] = {0.0, 0.0};
     int64_t i = 0;
-    if (stride == sizeof(float) && n >= 32) {
-        /* runs of F32_RUN, the last one shorter (rows of a few hundred, like a conv bias's
-         * gradient over H * W, were summed one element at a time in double) */
-        const float *p = (const float *)x;
-        for (; i + 32 <= n;) {
-            int64_t run = n - i < F32_RUN ? (n - i) / 32 * 32 : F32_RUN;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (int64_t r = 0; r < run; r += 32) {
-                /* 2 KiB ahead: one stream alone gets too few lines in flight from memory */
-                __builtin_prefetch(p + i + r + 512);
-                __builtin_prefetch(p + i + r + 528);
-                a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i + r));
-                a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + r + 8));
-                a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + r + 16));
-                a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + r + 24));
-            }
-            s += yt__hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-            i += run;
-        }
+    if (stride == sizeof(float) && n >= TWO_STREAMS) {
+        i = n / 64 * 64;
+        runs_f32(s, (const float *)x, i / 2, 2);
+    } else if (stride == sizeof(float) && n >= 32) {
+        i = n / 32 * 32;
+        runs_f32(s, (const float *)x, i, 1);
     }
     for (; i < n; i++)
-        s += *(const float *)(x + i * stride);
-    sum->f += s;
+        s[0] += *(const float *)(x + i * stride);
+    sum->f += s[0] + s[1];
 }
 
 static void

@@ -430,6 +430,39 @@ Test(sum, f32_accuracy_both_layouts)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Long f32 rows (sum.c: TWO_STREAMS elements or more) are read as two halves in step, then a
+ * tail; shorter rows as one stream. Small integers keep every partial sum exact, so each row's
+ * sum must equal the exact one: an element skipped or counted twice shows. At 1 and 2 threads
+ * (the 2-thread plan splits a single long row). */
+Test(sum, long_rows_count_every_element)
+{
+    const int64_t lengths[] = {40037, 32768, 32767, 65637, 100};
+    int threads_before = yt_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        cr_assert_eq(yt_set_num_threads(threads), YT_OK);
+        for (size_t c = 0; c < sizeof lengths / sizeof lengths[0]; c++) {
+            int64_t sizes[2] = {3, lengths[c]}, n = 3 * lengths[c], dim = 1;
+            double *x = malloc(sizeof(double) * (size_t)n), want[3] = {0, 0, 0}, got[3];
+            for (int64_t i = 0; i < n; i++) {
+                x[i] = (double)((i * 7 + i / 1000) % 5);
+                want[i / lengths[c]] += x[i];
+            }
+            yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+            take(yt_sum_dim(t, &dim, 1), got, 3);
+            for (int r = 0; r < 3; r++)
+                cr_assert_eq(got[r], want[r],
+                             "%d threads, rows of %lld: row %d sums to %.17g, not %.17g", threads,
+                             (long long)lengths[c], r, got[r], want[r]);
+            cr_assert_eq(one(yt_sum(t)), want[0] + want[1] + want[2], "%d threads, all of 3 x %lld",
+                         threads, (long long)lengths[c]);
+            yt_release(t);
+            free(x);
+        }
+    }
+    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* The backward of max.dim/min.dim puts each gradient at its index along dim, zeros elsewhere. */
 Test(reduce, value_selecting_reduction_backward)
 {
