@@ -4,9 +4,9 @@
  * converted to the compute dtype. A loop runs a block of rows (see yt__loop_fn), and each row
  * takes one of three kinds of path: all operands contiguous (`omp simd`: no alias versioning, so
  * in-place ops vectorise too), one input broadcast along the row (stride 0) with the others
- * contiguous, and a general strided path. Built with
- * -fno-math-errno -fno-trapping-math (Makefile) so sqrt, rounding and selects vectorise. Loops
- * that call libm-class functions are compute-bound; they get an AVX-512 clone (YT_PW_CLONES). */
+ * contiguous, and a general strided path. Built with -fno-math-errno -fno-trapping-math
+ * (Makefile) so sqrt, rounding and selects vectorise. Loops that call libm-class functions are
+ * compute-bound; they get an AVX-512 clone (YT_PW_CLONES). */
 #include <float.h>
 #include <math.h>
 #include <string.h>

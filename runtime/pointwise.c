@@ -497,18 +497,16 @@ run_tiles(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
                 data[k] = packed[k] >= 0 ? buffers[packed[k]] : strip[k] + j0 * s0[k];
                 step[k] = packed[k] >= 0 ? n * it->esize[k] : s1[k];
             }
-            if (!it->prefetch || q % strips1 == strips1 - 1) {
-                loop(data, stride, n, step, rows, ctx);
-                continue;
-            }
-            /* The tile's share of the next strip's columns, into L2 (prefetcht2: into L1 they
-             * would evict the rows the loop streams), in PREFETCH_GROUPS parts, each before a
-             * group of the tile's rows. Both ends of each column's piece, which straddles two
-             * lines when the rows are not line-aligned. */
+            /* Past L2, the tile's share of the next strip's columns is fetched into L2
+             * (prefetcht2: into L1 they would evict the rows the loop streams), in
+             * PREFETCH_GROUPS parts, each before a group of the tile's rows. Both ends of each
+             * column's piece, which straddles two lines when the rows are not line-aligned. */
+            const bool ahead = it->prefetch && q % strips1 != strips1 - 1;
+            const int groups = ahead ? PREFETCH_GROUPS : 1;
             const int64_t next_rows = q % strips1 == strips1 - 2 ? n1 - i0 - height : height;
-            for (int g = 0; g < PREFETCH_GROUPS; g++) {
-                int64_t ja = j0 + n * g / PREFETCH_GROUPS, jb = j0 + n * (g + 1) / PREFETCH_GROUPS;
-                for (int k = 0; k < it->n_ops; k++) {
+            for (int g = 0; g < groups; g++) {
+                int64_t ja = j0 + n * g / groups, jb = j0 + n * (g + 1) / groups;
+                for (int k = 0; k < it->n_ops && ahead; k++) {
                     if (packed[k] < 0)
                         continue;
                     const char *next = strip[k] + height * s1[k];
@@ -518,7 +516,7 @@ run_tiles(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
                         __builtin_prefetch(next + j * s0[k] + last, 0, 1);
                     }
                 }
-                int64_t ra = rows * g / PREFETCH_GROUPS, rb = rows * (g + 1) / PREFETCH_GROUPS;
+                int64_t ra = rows * g / groups, rb = rows * (g + 1) / groups;
                 char *group[MAX_OPERANDS];
                 for (int k = 0; k < it->n_ops; k++)
                     group[k] = data[k] + ra * step[k];
