@@ -198,9 +198,28 @@ cols_f64(double *out, const double *x, int64_t n, int64_t inner, int64_t w, kind
 
 /* ---------------------------------------------------------------- backward rows and blocks */
 
-/* softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g). */
+/* out[i] = v for the 8 lanes at out + i; non-temporal when `stream` (out + i is 32-byte aligned
+ * then, see bwd_row_f32). */
+static inline void
+store8(float *out, __m256 v, bool stream)
+{
+    if (stream)
+        _mm256_stream_ps(out, v);
+    else
+        _mm256_storeu_ps(out, v);
+}
+
+/* One element of bwd_row_f32, rounded as its vector lanes are (fnmadd: one rounding). */
+static inline float
+bwd_one_f32(float g, float y, float s, kind k)
+{
+    return k == SOFTMAX ? y * (g - s) : fmaf(-yt__exp1(y), s, g);
+}
+
+/* softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g). With `stream` the
+ * result bypasses the cache (see run_converted); the caller fences before others read it. */
 static void
-bwd_row_f32(float *out, const float *g, const float *y, int64_t n, kind k)
+bwd_row_f32(float *out, const float *g, const float *y, int64_t n, kind k, bool stream)
 {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0;
     int64_t i = 0;
@@ -217,19 +236,26 @@ bwd_row_f32(float *out, const float *g, const float *y, int64_t n, kind k)
     float s = yt__hsum8(_mm256_add_ps(a0, a1));
     for (; i < n; i++)
         s += k == SOFTMAX ? g[i] * y[i] : g[i];
-    i = 0;
+    /* Scalar up to a 32-byte boundary of out when streaming, vectors, then a scalar tail. */
+    int64_t head = 0;
+    if (stream)
+        while (head < n && ((uintptr_t)(out + head) & 31) != 0)
+            head++;
     __m256 vs = _mm256_set1_ps(s);
-    if (k == SOFTMAX) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            out[j] = y[j] * (g[j] - s);
-    } else {
+    for (i = 0; i < head; i++)
+        out[i] = bwd_one_f32(g[i], y[i], s, k);
+    if (k == SOFTMAX)
         for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(out + i, _mm256_fnmadd_ps(yt__exp8(_mm256_loadu_ps(y + i)), vs,
-                                                       _mm256_loadu_ps(g + i)));
-        for (; i < n; i++)
-            out[i] = g[i] - yt__exp1(y[i]) * s;
-    }
+            store8(out + i,
+                   _mm256_mul_ps(_mm256_loadu_ps(y + i), _mm256_sub_ps(_mm256_loadu_ps(g + i), vs)),
+                   stream);
+    else
+        for (; i + 8 <= n; i += 8)
+            store8(out + i,
+                   _mm256_fnmadd_ps(yt__exp8(_mm256_loadu_ps(y + i)), vs, _mm256_loadu_ps(g + i)),
+                   stream);
+    for (; i < n; i++)
+        out[i] = bwd_one_f32(g[i], y[i], s, k);
 }
 
 static void
@@ -298,6 +324,7 @@ typedef struct job {
     char *out;
     const char *a; /* x, or grad_output */
     const char *b; /* NULL, or output */
+    bool stream;   /* write f32 backward rows with non-temporal stores */
 } job;
 
 static void
@@ -323,7 +350,7 @@ run_unit(const job *jb, int64_t u)
     if (g->inner == 1 && b == NULL)
         row_f32(out, a, g->n, jb->k);
     else if (g->inner == 1)
-        bwd_row_f32(out, a, b, g->n, jb->k);
+        bwd_row_f32(out, a, b, g->n, jb->k, jb->stream);
     else if (b == NULL)
         cols_f32(out, a, g->n, g->inner, w, jb->k);
     else
@@ -341,6 +368,8 @@ run_chunk(void *arg, int64_t c)
     const units *u = arg;
     for (int64_t k = u->units * c / u->chunks; k < u->units * (c + 1) / u->chunks; k++)
         run_unit(u->jb, k);
+    if (u->jb->stream)
+        _mm_sfence(); /* streamed stores are weakly ordered: done before the pool reports done */
 }
 
 static void
@@ -391,6 +420,12 @@ run_converted(yt_tensor *result, yt_tensor *a, yt_tensor *b, int64_t dim, kind k
                   .out = yt__data_ptr(dst),
                   .a = yt__data_ptr(ca),
                   .b = cb == NULL ? NULL : yt__data_ptr(cb)};
+        /* Backward reads two operands and writes a third: when together they exceed the
+         * last-level cache, the result cannot stay cached for the next op anyway, and streaming
+         * it saves reading each output line before writing it (3 memory passes instead of 4).
+         * Not into dst when a copy to result's dtype reads it right after. */
+        jb.stream = cb != NULL && dst == result && !jb.f64 && jb.g.inner == 1 &&
+                    3 * (double)result->numel * sizeof(float) > (double)yt__cache_bytes();
         run_job(&jb);
         if (dst != result)
             st = yt__copy_into(result, dst);
@@ -524,7 +559,7 @@ void
 yt__softmax_backward_rows_f32(float *out, const float *g, const float *y, int64_t rows, int64_t n)
 {
     for (int64_t r = 0; r < rows; r++)
-        bwd_row_f32(out + r * n, g + r * n, y + r * n, n, SOFTMAX);
+        bwd_row_f32(out + r * n, g + r * n, y + r * n, n, SOFTMAX, false);
 }
 
 void

@@ -165,6 +165,82 @@ Test(softmax, f32_matches_f64_reference)
     YT_ASSERT_NO_LEAKS();
 }
 
+void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h */
+void yt__parallel_set_always(bool on);   /* runtime/parallel.h */
+
+/* softmax_backward_data and log_softmax_backward_data against a double reference, with the
+ * result written through the cache and, with the cache size set to 1 byte, by non-temporal
+ * stores (the path for operands larger than the last-level cache). Row lengths of 1021 and 3
+ * start rows off a 32-byte boundary, so the streamed rows begin and end with scalar stores. Both
+ * paths must give the same bits, at 1 and 2 threads. */
+Test(softmax, backward_streamed_matches_cached)
+{
+    const int64_t lengths[] = {1021, 1024, 3};
+    const int64_t rows = 41;
+    int saved = yt_get_num_threads();
+    yt__parallel_set_always(true);
+    for (int li = 0; li < 3; li++) {
+        int64_t n = lengths[li], numel = rows * n, sizes[] = {rows, n};
+        double *g = malloc(sizeof(double) * (size_t)numel),
+               *x = malloc(sizeof(double) * (size_t)numel);
+        double *want = malloc(sizeof(double) * (size_t)numel);
+        double *cached = malloc(sizeof(double) * (size_t)numel);
+        double *streamed = malloc(sizeof(double) * (size_t)numel);
+        uint64_t s = 11 + (uint64_t)n;
+        for (int64_t i = 0; i < numel; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            g[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 4;
+            x[i] = ((double)(s >> 20) / 17592186044416.0 - 0.5) * 8;
+        }
+        yt_tensor *gt = make(g, sizes, 2, YT_DTYPE_F32), *xt = make(x, sizes, 2, YT_DTYPE_F32);
+        /* the reference reads the f32 values the kernels see */
+        cr_assert_eq(yt_tensor_copy_to(gt, g, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
+        for (int log = 0; log < 2; log++) {
+            yt_tensor *y = log ? yt_log_softmax(xt, 1) : yt_softmax(xt, 1);
+            double *yv = malloc(sizeof(double) * (size_t)numel);
+            take(yt_retain(y), yv, numel);
+            for (int64_t r = 0; r < rows; r++) {
+                double dot = 0;
+                for (int64_t j = 0; j < n; j++)
+                    dot += log ? g[r * n + j] : g[r * n + j] * yv[r * n + j];
+                for (int64_t j = 0; j < n; j++) {
+                    int64_t at = r * n + j;
+                    want[at] = log ? g[at] - exp(yv[at]) * dot : yv[at] * (g[at] - dot);
+                }
+            }
+            for (int threads = 1; threads <= 2; threads++) {
+                yt_set_num_threads(threads);
+                yt__set_cache_bytes(0);
+                take(log ? yt_log_softmax_backward_data(gt, y, 1)
+                         : yt_softmax_backward_data(gt, y, 1),
+                     cached, numel);
+                yt__set_cache_bytes(1);
+                take(log ? yt_log_softmax_backward_data(gt, y, 1)
+                         : yt_softmax_backward_data(gt, y, 1),
+                     streamed, numel);
+                yt__set_cache_bytes(0);
+                expect_near(cached, want, numel, 1e-5);
+                for (int64_t i = 0; i < numel; i++)
+                    cr_assert_eq(streamed[i], cached[i],
+                                 "n=%lld log=%d threads=%d [%lld]: streamed %.9g, cached %.9g",
+                                 (long long)n, log, threads, (long long)i, streamed[i], cached[i]);
+            }
+            free(yv);
+            yt_release(y);
+        }
+        yt_release(gt);
+        yt_release(xt);
+        free(g);
+        free(x);
+        free(want);
+        free(cached);
+        free(streamed);
+    }
+    yt__parallel_set_always(false);
+    yt_set_num_threads(saved);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* ---------------------------------------------------------------- logsumexp */
 
 Test(logsumexp, stable_and_infinite)

@@ -1,0 +1,71 @@
+/* The size of the last-level cache, for kernels that choose between cached and non-temporal
+ * stores. Read once from Linux's sysfs, which reports what this machine (or VM) is given: cpuid's
+ * figure (sysconf's _SC_LEVEL3_CACHE_SIZE) can be the whole host's, 320 MiB in a 2-vCPU guest
+ * whose sysfs says 32 MiB. */
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { FALLBACK_BYTES = 32 << 20, MAX_INDEX = 8 };
+
+static int64_t cache_bytes;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static _Atomic int64_t test_bytes; /* yt__set_cache_bytes; 0: the machine's */
+
+/* One line of sysfs as an integer ("3", "32768K"), or -1. */
+static int64_t
+read_sysfs_int(int index, const char *field)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, field);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    long long v = -1;
+    char unit = '\0';
+    int got = fscanf(f, "%lld%c", &v, &unit);
+    fclose(f);
+    if (got < 1 || v < 0)
+        return -1;
+    if (unit == 'K')
+        v *= 1024;
+    else if (unit == 'M')
+        v *= 1024 * 1024;
+    return (int64_t)v;
+}
+
+static void
+find_cache_bytes(void)
+{
+    int64_t best_level = 0, bytes = 0;
+    for (int i = 0; i < MAX_INDEX; i++) {
+        int64_t level = read_sysfs_int(i, "level"), size = read_sysfs_int(i, "size");
+        if (level > best_level && size > 0) {
+            best_level = level;
+            bytes = size;
+        }
+    }
+    if (bytes <= 0) {
+        long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        bytes = v > 0 ? v : FALLBACK_BYTES;
+    }
+    cache_bytes = bytes;
+}
+
+int64_t
+yt__cache_bytes(void)
+{
+    int64_t forced = atomic_load_explicit(&test_bytes, memory_order_relaxed);
+    if (forced > 0)
+        return forced;
+    pthread_once(&cache_once, find_cache_bytes);
+    return cache_bytes;
+}
+
+void
+yt__set_cache_bytes(int64_t bytes)
+{
+    atomic_store_explicit(&test_bytes, bytes > 0 ? bytes : 0, memory_order_relaxed);
+}
