@@ -15,42 +15,65 @@
 
 typedef T CAT(vu, SFX) __attribute__((vector_size(VL * sizeof(T)), aligned(sizeof(T))));
 
-/* Rows of a gemm_rows register tile: 8 with 32 vector registers (AVX-512), else 4. */
+/* Rows of a gemm_rows register tile: 8 with 32 vector registers (AVX-512), else 4; and at most
+ * GEMM_NV vectors of columns: 3 x 8 accumulators plus 3 B vectors fit AVX-512's 32 registers,
+ * 2 x 4 plus 2 fit AVX2's 16. */
 #define GEMM_MR (VL * sizeof(T) == 64 ? 8 : 4)
+#define GEMM_NV (VL * sizeof(T) == 64 ? 3 : 2)
 
-/* C[m, n] = sum_k A[m * lda + k] * b[off[k] + n] for m < M, n < N; C rows `ldc` apart, with
- * room for whole tiles: columns up to N rounded up to 2 VL are written (garbage past N). Reads
- * b rows up to 2 VL - 1 elements past N. */
-ATTR static void
-CAT(gemm_rows, SFX)(int64_t M, int64_t N, int64_t K, const T *a, int64_t lda, const T *b,
+/* One register tile of gemm_rows: rows m0 .. m0 + mr (of MR computed), nv * VL columns from n0.
+ * Inlined with a constant nv, so the vector loops unroll. */
+ATTR static inline __attribute__((always_inline)) void
+CAT(gemm_tile, SFX)(const T *const *ar, int64_t mr, int nv, int64_t n0, int64_t K, const T *b,
                     const int64_t *off, T *c, int64_t ldc)
 {
     typedef CAT(vu, SFX) V;
     enum { MR = GEMM_MR };
+    V acc[MR][GEMM_NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = (V){0};
+    for (int64_t k = 0; k < K; k++) {
+        const T *br = b + off[k] + n0;
+        V bv[GEMM_NV];
+        for (int v = 0; v < nv; v++)
+            bv[v] = *(const V *)(br + v * VL);
+        for (int r = 0; r < MR; r++) {
+            T a = ar[r][k];
+            for (int v = 0; v < nv; v++)
+                acc[r][v] += a * bv[v];
+        }
+    }
+    for (int64_t r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++)
+            *(V *)(c + r * ldc + n0 + v * VL) = acc[r][v];
+}
+
+/* C[m, n] = sum_k A[m * lda + k] * b[off[k] + n] for m < M, n < N; C rows `ldc` apart, with
+ * room for whole vectors: columns up to N rounded up to VL are written (garbage past N). Reads
+ * b rows up to VL - 1 elements past N. Tiles of GEMM_NV vectors, then one of fewer for the rest
+ * (a 143-wide plane: three of 3 x 16 lanes, not five of 2 x 16). */
+ATTR static void
+CAT(gemm_rows, SFX)(int64_t M, int64_t N, int64_t K, const T *a, int64_t lda, const T *b,
+                    const int64_t *off, T *c, int64_t ldc)
+{
+    enum { MR = GEMM_MR, NV = GEMM_NV };
     for (int64_t m0 = 0; m0 < M; m0 += MR) {
         int64_t mr = M - m0 < MR ? M - m0 : MR;
         const T *ar[MR];
         for (int r = 0; r < MR; r++) /* rows past M repeat row m0 (computed, not stored) */
             ar[r] = a + (m0 + (r < mr ? r : 0)) * lda;
-        for (int64_t n0 = 0; n0 < N; n0 += 2 * VL) {
-            V acc[MR][2];
-            for (int r = 0; r < MR; r++)
-                acc[r][0] = acc[r][1] = (V){0};
-            for (int64_t k = 0; k < K; k++) {
-                const T *br = b + off[k] + n0;
-                V b0 = *(const V *)br, b1 = *(const V *)(br + VL);
-                for (int r = 0; r < MR; r++) {
-                    T v = ar[r][k];
-                    acc[r][0] += v * b0;
-                    acc[r][1] += v * b1;
-                }
-            }
-            for (int64_t r = 0; r < mr; r++) {
-                T *cr = c + (m0 + r) * ldc + n0;
-                *(V *)cr = acc[r][0];
-                *(V *)(cr + VL) = acc[r][1];
-            }
-        }
+        T *cm = c + m0 * ldc;
+        int64_t n0 = 0;
+        for (; n0 + NV * VL <= N; n0 += NV * VL)
+            CAT(gemm_tile, SFX)(ar, mr, NV, n0, K, b, off, cm, ldc);
+        int64_t rest = (N - n0 + VL - 1) / VL; /* vectors left, at most NV */
+        if (rest == NV)
+            CAT(gemm_tile, SFX)(ar, mr, NV, n0, K, b, off, cm, ldc);
+        else if (rest == 2)
+            CAT(gemm_tile, SFX)(ar, mr, 2, n0, K, b, off, cm, ldc);
+        else if (rest == 1)
+            CAT(gemm_tile, SFX)(ar, mr, 1, n0, K, b, off, cm, ldc);
     }
 }
 
