@@ -353,21 +353,30 @@ transpose8x8_32(float *d, int64_t dn, const char *src, int64_t s0)
 #undef STORE
 }
 
+/* One 4 x 4 block of 8-byte elements, as transpose8x8_32 does it. Named loads, not an array
+ * filled in a loop: GCC (-O2) kept such an array on the stack, and the shuffles then read it back
+ * through store forwarding. */
+static inline __attribute__((always_inline)) void
+transpose4x4_64(double *d, int64_t dn, const char *src, int64_t s0)
+{
+    __m256d r0 = _mm256_loadu_pd((const double *)src);
+    __m256d r1 = _mm256_loadu_pd((const double *)(src + s0));
+    __m256d r2 = _mm256_loadu_pd((const double *)(src + 2 * s0));
+    __m256d r3 = _mm256_loadu_pd((const double *)(src + 3 * s0));
+    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd(d + dn, _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd(d + 2 * dn, _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd(d + 3 * dn, _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+
 /* One block of 8 rows x 4 columns of 8-byte elements, as two 4 x 4 transposes. */
 static inline __attribute__((always_inline)) void
 transpose8x4_64(double *d, int64_t dn, const char *src, int64_t s0)
 {
-    for (int h = 0; h < 8; h += 4) {
-        __m256d r[4];
-        for (int k = 0; k < 4; k++)
-            r[k] = _mm256_loadu_pd((const double *)(src + k * s0) + h);
-        __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
-        __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
-        _mm256_storeu_pd(d + (h + 0) * dn, _mm256_permute2f128_pd(t0, t2, 0x20));
-        _mm256_storeu_pd(d + (h + 1) * dn, _mm256_permute2f128_pd(t1, t3, 0x20));
-        _mm256_storeu_pd(d + (h + 2) * dn, _mm256_permute2f128_pd(t0, t2, 0x31));
-        _mm256_storeu_pd(d + (h + 3) * dn, _mm256_permute2f128_pd(t1, t3, 0x31));
-    }
+    transpose4x4_64(d, dn, src, s0);
+    transpose4x4_64(d + 4 * dn, dn, src + 4 * (int64_t)sizeof(double), s0);
 }
 #endif
 
