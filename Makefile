@@ -278,7 +278,7 @@ bench: deps-bench $(BENCHES) $(TORCH_BENCHES) $(YATEN_CLI)
 	$(Q)bench/overhead.sh $(BUILD)
 	$(Q)bench/gemm.sh $(BUILD)
 	$(Q)bench/pointwise.sh $(BUILD)
-	$(Q)$(BUILD)/bench/strided
+	$(Q)bench/strided.sh $(BUILD)
 	$(Q)bench/reduce.sh $(BUILD)
 	$(Q)bench/conv.sh $(BUILD)
 	$(Q)bench/norm.sh $(BUILD)

@@ -10,7 +10,8 @@
  *   exp_transposed      exp(a.t()) against exp(a)
  *   add_bcast_row       a + row    against a + 1 (the same bytes without the shared row)
  *
- * Usage: strided [CASE...]   (default: every case); a table of case, size, both times, ratio. */
+ * Usage: bench/strided.sh BUILD_DIR [CASE...] (default: every case), which rebuilds this first;
+ * prints a table of case, size, both times, ratio. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
