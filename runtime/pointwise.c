@@ -251,21 +251,34 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
 enum { MAX_PACKED = 2, PACK_BYTES = 65536 };
 
 /* Tiles of PACK_BYTES keep whole rows (up to 1024 f32) of the streamed operands together, which
- * the memory prefetchers need; when every operand fits in cache (CACHED_BYTES in all), tiles of
+ * the memory prefetchers need; when every operand fits in cache (cached_bytes() in all), tiles of
  * CACHED_PACK_BYTES keep the packed tile in L1 between its packing and the loop instead
  * (measured on f32 add with a transposed input: 0.27x -> 0.34x of contiguous at 65K elements,
  * 0.49x -> 0.62x at 1M; at 10M the small tiles lose a third). */
-enum { CACHED_BYTES = 16 << 20, CACHED_PACK_BYTES = 16384 };
+enum { CACHED_PACK_BYTES = 16384 };
 
-/* Beyond one core's L2 (1 MiB on Zen 4 and 5), a strip's packing waits on one L3 or memory
- * access per column, each on its own line and (from memory) its own page: no hardware prefetcher
- * follows that stride. So while the loop streams over a strip's rows, the columns of the next
- * strip are fetched into L2, a part at a time between groups of the loop's rows, so the misses
- * overlap the loop instead of stalling the packing (f32, one thread: add with a transposed input
- * at 1M elements 0.39-0.43x -> 0.49-0.51x of contiguous, at 10M 0.50-0.54x -> 0.57-0.58x; exp at
- * 10M 0.48-0.53x -> 0.58-0.60x). Within L2 there is nothing to overlap, and the prefetches only
- * cost (65K: 0.46x -> 0.37x). */
-enum { L2_BYTES = 1 << 20 };
+/* Operands of up to this many bytes in all are taken to stay in cache from one call to the next:
+ * half the last-level cache (16 MiB of this machine's 32). */
+static int64_t
+cached_bytes(void)
+{
+    return yt__cache_bytes() / 2;
+}
+
+/* When the operands come from memory, a strip's packing waits on one access per column, each on
+ * its own line and its own page: no hardware prefetcher follows that stride. So while the loop
+ * streams over a strip's rows, the columns of the next strip are fetched into L2, a part at a
+ * time between groups of the loop's rows, so the misses overlap the loop instead of stalling the
+ * packing (f32, one thread: add with a transposed input at 1M elements 0.39-0.43x -> 0.49-0.51x
+ * of contiguous, at 10M 0.50-0.54x -> 0.57-0.58x; exp at 10M 0.48-0.53x -> 0.58-0.60x). From L2
+ * or L3 the prefetches only cost, so they start at a quarter of the last-level cache, not at L2's
+ * 1 MiB as they did (same add, bench/strided at 65K-524K elements: f32 0.42-0.44x -> 0.48-0.49x,
+ * f64 0.45-0.49x -> 0.49-0.55x; at 1M unchanged). */
+static int64_t
+prefetch_bytes(void)
+{
+    return yt__cache_bytes() / 4;
+}
 
 /* The loop over a tile runs in this many calls, each after its share of those prefetches, so
  * they spread over the tile (2, 4, 8 and 16 measured the same within noise on f32 add at 1M and
@@ -506,7 +519,8 @@ run_tiles(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
                 data[k] = packed[k] >= 0 ? buffers[packed[k]] : strip[k] + j0 * s0[k];
                 step[k] = packed[k] >= 0 ? n * it->esize[k] : s1[k];
             }
-            /* Past L2, the tile's share of the next strip's columns is fetched into L2
+            /* From memory (see prefetch_bytes), the tile's share of the next strip's columns is
+             * fetched into L2
              * (prefetcht2: into L1 they would evict the rows the loop streams), in
              * PREFETCH_GROUPS parts, each before a group of the tile's rows. Both ends of each
              * column's piece, which straddles two lines when the rows are not line-aligned. */
@@ -677,12 +691,12 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
     for (int k = 0; k < it.n_ops; k++)
         bytes += numel * it.esize[k];
     if (wants_tiles(&it)) {
-        it.pack_bytes = bytes <= CACHED_BYTES ? CACHED_PACK_BYTES : PACK_BYTES;
-        it.prefetch = bytes > L2_BYTES;
+        it.pack_bytes = bytes <= cached_bytes() ? CACHED_PACK_BYTES : PACK_BYTES;
+        it.prefetch = bytes > prefetch_bytes();
         run_tiled(&it, numel, loop, ctx);
         return YT_OK;
     }
-    it.streams = bytes > CACHED_BYTES ? row_streams(&it) : 0;
+    it.streams = bytes > cached_bytes() ? row_streams(&it) : 0;
     run_split(&it, numel, numel, false, loop, ctx);
     return YT_OK;
 }

@@ -8,6 +8,8 @@
 
 #include "test_util.h"
 
+void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h */
+
 static yt_tensor *
 vec(const double *v, int64_t n, yt_dtype dtype)
 {
@@ -431,45 +433,61 @@ Test(pointwise, integer_pow_and_bool_square)
 /* Transposed inputs go through the tiled traversal (runtime/pointwise.c: strips of a cache
  * line's rows, packed tiles): a clone of a transposed view must equal the element-by-element
  * transpose for every element size, with rows that are not a multiple of 8 (37: the last 5 rows
- * join the strip before them), rows wider than one tile, operands past L2 (the next strip is
- * prefetched: over 1 MiB from 4-byte elements up), outer dims, and the threaded split. */
+ * join the strip before them), rows wider than one tile, outer dims, and the threaded split. The
+ * traversal's choices follow the last-level cache's size, forced here so that these small
+ * operands take each of them: the machine's (cached tiles, no prefetch), 2 MiB (cached tiles
+ * with the next strip prefetched from 4 bytes per element up, larger tiles from 2 bytes up) and
+ * 64 KiB (larger tiles, prefetched). */
+enum { TILES_B = 3, TILES_C = 1200, TILES_R = 37 };
+
+/* A clone of the transposed view of a [TILES_C, TILES_R] tensor (with an outer dim of TILES_B
+ * when `outer`) of `dtype`, checked element by element against the transpose. */
+static void
+check_transposed_clone(yt_dtype dtype, bool outer, int64_t cache)
+{
+    enum { B = TILES_B, C = TILES_C, R = TILES_R };
+    static double values[B * C * R], got[B * C * R], want[B * C * R];
+    for (int64_t i = 0; i < B * C * R; i++)
+        values[i] = (double)(i % 97) - 40;
+    int64_t sizes[3] = {B, C, R};
+    int dim = outer ? 3 : 2;
+    yt_tensor *f64 = yt_tensor_from_data(values, outer ? sizes : sizes + 1, dim, YT_DTYPE_F64);
+    yt_tensor *base = yt_to(f64, dtype);
+    yt_tensor *view = yt_transpose(base, -2, -1); /* (..., R, C), contiguous along R */
+    yt_tensor *copy = yt_clone(view);
+    cr_assert_not_null(copy, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_copy_to(copy, got, sizeof got, YT_DTYPE_F64), YT_OK);
+    cr_assert_eq(yt_tensor_copy_to(base, want, sizeof want, YT_DTYPE_F64), YT_OK);
+    for (int64_t b = 0; b < (outer ? B : 1); b++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < C; c++) {
+                double g = got[(b * R + r) * C + c], w = want[(b * C + c) * R + r];
+                cr_assert_eq(g, w, "cache %lld, %s %d-D: [%lld, %lld, %lld] got %g want %g",
+                             (long long)cache, yt_dtype_name(dtype), dim, (long long)b,
+                             (long long)r, (long long)c, g, w);
+            }
+    yt_release(copy);
+    yt_release(view);
+    yt_release(base);
+    yt_release(f64);
+}
+
 Test(pointwise, transposed_inputs_through_tiles)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_BOOL, YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16,
                                YT_DTYPE_I32,  YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
-    enum { B = 3, C = 1200, R = 37 };
-    static double values[B * C * R];
-    for (int64_t i = 0; i < B * C * R; i++)
-        values[i] = (double)(i % 97) - 40;
-    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
-        for (int outer = 0; outer < 2; outer++) {
-            int64_t sizes[3] = {B, C, R};
-            int dim = outer ? 3 : 2;
-            int64_t *sz = outer ? sizes : sizes + 1;
-            yt_tensor *f64 = yt_tensor_from_data(values, sz, dim, YT_DTYPE_F64);
-            yt_tensor *base = yt_to(f64, dtypes[d]);
-            yt_tensor *view = yt_transpose(base, -2, -1); /* (..., R, C), contiguous along R */
-            yt_tensor *copy = yt_clone(view);
-            cr_assert_not_null(copy, "%s", yt_errmsg());
-            static double got[B * C * R], want[B * C * R];
-            cr_assert_eq(yt_tensor_copy_to(copy, got, sizeof got, YT_DTYPE_F64), YT_OK);
-            cr_assert_eq(yt_tensor_copy_to(base, want, sizeof want, YT_DTYPE_F64), YT_OK);
-            int64_t nb = outer ? B : 1;
-            for (int64_t b = 0; b < nb; b++)
-                for (int64_t r = 0; r < R; r++)
-                    for (int64_t c = 0; c < C; c++) {
-                        double g = got[(b * R + r) * C + c], w = want[(b * C + c) * R + r];
-                        cr_assert_eq(g, w, "%s %d-D: [%lld, %lld, %lld] got %g want %g",
-                                     yt_dtype_name(dtypes[d]), dim, (long long)b, (long long)r,
-                                     (long long)c, g, w);
-                    }
-            yt_release(copy);
-            yt_release(view);
-            yt_release(base);
-            yt_release(f64);
-        }
+    const int64_t caches[] = {0, 2 << 20, 64 << 10}; /* 0: the machine's */
+    for (size_t cs = 0; cs < sizeof caches / sizeof caches[0]; cs++) {
+        yt__set_cache_bytes(caches[cs]);
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+            for (int outer = 0; outer < 2; outer++)
+                check_transposed_clone(dtypes[d], outer, caches[cs]);
     }
+    yt__set_cache_bytes(0);
     /* a permutation whose input runs along an outer dim of the output: [9, 5, 300] -> (2, 1, 0) */
+    static double values[9 * 5 * 300];
+    for (int64_t i = 0; i < 9 * 5 * 300; i++)
+        values[i] = (double)(i % 97) - 40;
     int64_t psizes[3] = {9, 5, 300}, perm[3] = {2, 1, 0};
     yt_tensor *p64 = yt_tensor_from_data(values, psizes, 3, YT_DTYPE_F64);
     yt_tensor *pf = yt_to(p64, YT_DTYPE_F32);
