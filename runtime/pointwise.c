@@ -539,9 +539,8 @@ run_tiles(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
                 step[k] = packed[k] >= 0 ? n * it->esize[k] : s1[k];
             }
             /* From memory (see prefetch_bytes), the tile's share of the next strip's columns is
-             * fetched into L2
-             * (prefetcht2: into L1 they would evict the rows the loop streams), in
-             * PREFETCH_GROUPS parts, each before a group of the tile's rows. Both ends of each
+             * fetched into L2 (prefetcht2: into L1 they would evict the rows the loop streams),
+             * in PREFETCH_GROUPS parts, each before a group of the tile's rows. Both ends of each
              * column's piece, which straddles two lines when the rows are not line-aligned. */
             const bool ahead = it->prefetch && q % strips1 != strips1 - 1;
             const int groups = ahead ? PREFETCH_GROUPS : 1;
