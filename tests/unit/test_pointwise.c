@@ -472,6 +472,39 @@ check_transposed_clone(yt_dtype dtype, bool outer, int64_t cache)
     yt_release(f64);
 }
 
+/* The same for a transposed view whose columns are 2 KiB apart (runtime/pointwise.c:
+ * aliasing_columns: strips of 4 lines): [40, 2048 / size] narrowed to 7 strips and 5 rows, which
+ * join the last strip. */
+static void
+check_aliased_transposed_clone(yt_dtype dtype)
+{
+    enum { C = 40, MAX_R = 2048 };
+    const int64_t r_all = 2048 / (int64_t)yt_dtype_size(dtype);
+    const int64_t r = 7 * (256 / (int64_t)yt_dtype_size(dtype)) + 5;
+    static double values[C * MAX_R], got[C * MAX_R], want[C * MAX_R];
+    for (int64_t i = 0; i < C * r_all; i++)
+        values[i] = (double)(i % 89) - 30;
+    int64_t sizes[2] = {C, r_all};
+    yt_tensor *f64 = yt_tensor_from_data(values, sizes, 2, YT_DTYPE_F64);
+    yt_tensor *base = yt_to(f64, dtype);
+    yt_tensor *part = yt_narrow(base, 1, 0, r);
+    yt_tensor *view = yt_transpose(part, 0, 1); /* [r, C], columns 2 KiB apart */
+    yt_tensor *copy = yt_clone(view);
+    cr_assert_not_null(copy, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_copy_to(copy, got, sizeof got, YT_DTYPE_F64), YT_OK);
+    cr_assert_eq(yt_tensor_copy_to(base, want, sizeof want, YT_DTYPE_F64), YT_OK);
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t c = 0; c < C; c++)
+            cr_assert_eq(got[i * C + c], want[c * r_all + i],
+                         "%s aliased: [%lld, %lld] got %g want %g", yt_dtype_name(dtype),
+                         (long long)i, (long long)c, got[i * C + c], want[c * r_all + i]);
+    yt_release(copy);
+    yt_release(view);
+    yt_release(part);
+    yt_release(base);
+    yt_release(f64);
+}
+
 Test(pointwise, transposed_inputs_through_tiles)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_BOOL, YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16,
@@ -482,6 +515,8 @@ Test(pointwise, transposed_inputs_through_tiles)
         for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
             for (int outer = 0; outer < 2; outer++)
                 check_transposed_clone(dtypes[d], outer, caches[cs]);
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+            check_aliased_transposed_clone(dtypes[d]);
     }
     yt__set_cache_bytes(0);
     /* a permutation whose input runs along an outer dim of the output: [9, 5, 300] -> (2, 1, 0) */
