@@ -9,6 +9,9 @@
  *   add_transposed_f64  the same in f64
  *   exp_transposed      exp(a.t()) against exp(a)
  *   add_bcast_row       a + row    against a + 1 (the same bytes without the shared row)
+ *   add_transposed_pow2, add_transposed_pow2_f64
+ *                       a.t() + b on square [n, n], n = 256, 1024, 2048: columns a power of two
+ *                       of bytes apart, which share cache sets (runtime/pointwise.c)
  *
  * Usage: bench/strided.sh BUILD_DIR [CASE...] (default: every case), which rebuilds this first;
  * prints a table of case, size, both times, ratio. */
@@ -22,8 +25,9 @@
 
 enum { COLS = 1000, ROUNDS = 40 };
 
-static const char *const CASES[] = {"add_transposed", "add_transposed_f64", "exp_transposed",
-                                    "add_bcast_row"};
+static const char *const CASES[] = {"add_transposed",      "add_transposed_f64",
+                                    "exp_transposed",      "add_bcast_row",
+                                    "add_transposed_pow2", "add_transposed_pow2_f64"};
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
 
 typedef struct operands {
@@ -53,7 +57,7 @@ in_dtype(yt_tensor *t, yt_dtype dtype)
 static yt_status
 run(const char *c, bool strided, const operands *o)
 {
-    if (!strcmp(c, "add_transposed") || !strcmp(c, "add_transposed_f64"))
+    if (!strncmp(c, "add_transposed", strlen("add_transposed")))
         return yt_add_out(o->out, strided ? o->at : o->a, o->b);
     if (!strcmp(c, "exp_transposed"))
         return yt_exp_out(o->out, strided ? o->at : o->a);
@@ -65,8 +69,14 @@ run(const char *c, bool strided, const operands *o)
 static void
 bench(const char *c, int64_t n)
 {
-    int64_t rows = n / COLS;
-    int64_t shape[2] = {rows, COLS}, tshape[2] = {COLS, rows}, rshape[1] = {COLS};
+    int64_t cols = COLS, rows = n / COLS;
+    if (strstr(c, "_pow2")) { /* square: the largest power of two whose square is at most n */
+        cols = 1;
+        while (4 * cols * cols <= n)
+            cols *= 2;
+        rows = cols;
+    }
+    int64_t shape[2] = {rows, cols}, tshape[2] = {cols, rows}, rshape[1] = {cols};
     yt_dtype dtype = strstr(c, "_f64") ? YT_DTYPE_F64 : YT_DTYPE_F32;
     yt_tensor *ta = in_dtype(yt_rand(tshape, 2), dtype);
     operands o = {in_dtype(yt_zeros(shape, 2), dtype), in_dtype(yt_rand(shape, 2), dtype),
@@ -77,7 +87,7 @@ bench(const char *c, int64_t n)
         fprintf(stderr, "strided bench %s: %s\n", c, yt_errmsg());
         exit(1);
     }
-    int calls = rows * COLS < 1000000 ? 400 : 5;
+    int calls = rows * cols < 1000000 ? 400 : 5;
     double best[2] = {1e30, 1e30};
     for (int r = 0; r < ROUNDS; r++)
         for (int strided = 0; strided < 2; strided++) {
@@ -88,7 +98,7 @@ bench(const char *c, int64_t n)
             if (dt < best[strided])
                 best[strided] = dt;
         }
-    printf("%-16s %10lld %11.2f %11.2f %7.3f\n", c, (long long)(rows * COLS), best[0] * 1e6,
+    printf("%-24s %10lld %11.2f %11.2f %7.3f\n", c, (long long)(rows * cols), best[0] * 1e6,
            best[1] * 1e6, best[0] / best[1]);
     fflush(stdout);
     yt_release(ta);
@@ -106,7 +116,7 @@ main(int argc, char **argv)
         fprintf(stderr, "strided bench: %s\n", yt_errmsg());
         return 1;
     }
-    printf("%-16s %10s %11s %11s %7s\n", "case", "size", "contig_us", "strided_us", "ratio");
+    printf("%-24s %10s %11s %11s %7s\n", "case", "size", "contig_us", "strided_us", "ratio");
     for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
         bool wanted = argc == 1;
         for (int i = 1; i < argc; i++)
