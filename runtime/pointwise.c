@@ -459,14 +459,15 @@ strip_rows(const iter *it)
 }
 
 /* A transposed input whose columns are a multiple of ALIAS_BYTES apart puts the pieces that a
- * strip reads from consecutive columns into one or two of L1's 64 sets and a thirty-second of
- * L2's: the next line of each column, which the hardware fetches beside the one read, is evicted
- * before the next strip reads it, and so is the next strip's software prefetch. Strips of
- * ALIASED_STRIP_LINES lines use those lines at once; without the prefetch. Measured on add with
- * a transposed input, bench/strided.c, one thread, when the operands stay in cache (up to
- * cached_bytes()): [512, 512] f32 (2 KiB apart) 0.49-0.50x -> 0.59x of contiguous, f64 (4 KiB)
- * 0.37-0.40x -> 0.59x; [1024, 1000] f32 0.36-0.42x -> 0.47-0.51x; [256, 1000] f64 0.52x ->
- * 0.58x. From memory the prefetch matters more, and 1-line strips stay. */
+ * strip reads from consecutive columns into one or two of L1's 64 sets and at most a
+ * thirty-second of L2's: the line beside each one read, which the hardware fetches with it, is
+ * evicted before the next strip reads it, and so is the next strip's software prefetch. So such
+ * strips are ALIASED_STRIP_LINES lines tall, reading each column's lines together, and do without
+ * the prefetch. Measured on add with a transposed input, bench/strided.c, one thread, when the
+ * operands stay in cache (up to cached_bytes()): [512, 512] f32 (2 KiB apart) 0.49-0.50x ->
+ * 0.59x of contiguous, f64 (4 KiB) 0.37-0.40x -> 0.59x; [1024, 1000] f32 0.36-0.42x ->
+ * 0.47-0.51x; [256, 1000] f64 0.52x -> 0.58x. From memory the prefetch matters more (taller
+ * strips without it lost there), and 1-line strips stay. */
 enum { ALIAS_BYTES = 2048, ALIASED_STRIP_LINES = 4 };
 
 static bool
@@ -738,7 +739,6 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         const bool cached = bytes <= cached_bytes();
         it.pack_bytes = cached ? CACHED_PACK_BYTES : PACK_BYTES;
         it.prefetch = bytes > prefetch_bytes();
-        it.strip_lines = 1;
         if (cached && aliasing_columns(&it)) {
             it.strip_lines = ALIASED_STRIP_LINES;
             it.prefetch = false;
