@@ -70,7 +70,7 @@ CAT(gemm_rows, SFX)(int64_t M, int64_t N, int64_t K, const T *a, int64_t lda, co
         int64_t rest = (N - n0 + VL - 1) / VL; /* vectors left, at most NV */
         if (rest == NV)
             CAT(gemm_tile, SFX)(ar, mr, NV, n0, K, b, off, cm, ldc);
-        else if (rest == 2)
+        else if (NV > 2 && rest == 2) /* with NV = 2 (AVX2, f64), rest == NV above */
             CAT(gemm_tile, SFX)(ar, mr, 2, n0, K, b, off, cm, ldc);
         else if (rest == 1)
             CAT(gemm_tile, SFX)(ar, mr, 1, n0, K, b, off, cm, ldc);
