@@ -430,22 +430,12 @@ Test(pointwise, integer_pow_and_bool_square)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* Transposed inputs go through the tiled traversal (runtime/pointwise.c: strips of a cache
- * line's rows, packed tiles): a clone of a transposed view must equal the element-by-element
- * transpose for every element size, with rows that are not a multiple of 8 (37: the last 5 rows
- * join the strip before them), rows wider than one tile, outer dims, and the threaded split. The
- * traversal's choices follow the last-level cache's size, forced here so that these small
- * operands take each of them: the machine's (cached tiles, no prefetch), 2 MiB (cached tiles
- * with the next strip prefetched from 4 bytes per element up, larger tiles from 2 bytes up) and
- * 64 KiB (larger tiles, prefetched). */
-enum { TILES_B = 3, TILES_C = 1200, TILES_R = 37 };
-
-/* A clone of the transposed view of a [TILES_C, TILES_R] tensor (with an outer dim of TILES_B
- * when `outer`) of `dtype`, checked element by element against the transpose. */
+/* A clone of the transposed view of a [C, R] tensor (with an outer dim of B when `outer`) of
+ * `dtype`, checked element by element against the transpose. */
 static void
 check_transposed_clone(yt_dtype dtype, bool outer, int64_t cache)
 {
-    enum { B = TILES_B, C = TILES_C, R = TILES_R };
+    enum { B = 3, C = 1200, R = 37 };
     static double values[B * C * R], got[B * C * R], want[B * C * R];
     for (int64_t i = 0; i < B * C * R; i++)
         values[i] = (double)(i % 97) - 40;
@@ -505,6 +495,13 @@ check_aliased_transposed_clone(yt_dtype dtype)
     yt_release(f64);
 }
 
+/* Transposed inputs go through the tiled traversal (runtime/pointwise.c: strips of cache lines'
+ * rows, packed tiles): a clone of a transposed view must equal the element-by-element transpose
+ * for every element size, with rows that are not a multiple of 8 (37: the last 5 rows join the
+ * strip before them), rows wider than one tile, outer dims, columns 2 KiB apart, and the threaded
+ * split. The traversal's choices follow the last-level cache's size, forced here to 2 MiB and
+ * 64 KiB besides the machine's, so that these operands (89 KB to 2.1 MB in all) take cached tiles
+ * with and without the next strip's prefetch, and larger tiles with it. */
 Test(pointwise, transposed_inputs_through_tiles)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_BOOL, YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16,
