@@ -1,5 +1,5 @@
 /* The size of the last-level cache, for kernels that choose between cached and non-temporal
- * stores. Read once from Linux's sysfs, which reports what this machine (or VM) is given: cpuid's
+ * stores, and for the tiling choices of runtime/pointwise.c. Read once from Linux's sysfs, which reports what this machine (or VM) is given: cpuid's
  * figure (sysconf's _SC_LEVEL3_CACHE_SIZE) can be the whole host's, 320 MiB in a 2-vCPU guest
  * whose sysfs says 32 MiB. */
 #include <pthread.h>

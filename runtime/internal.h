@@ -330,7 +330,8 @@ YT_INTERNAL yt_status yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *
 
 /* Bytes of the last-level cache the first CPU shares (runtime/cache_size.c). A kernel whose
  * operands together exceed it cannot keep what it writes in cache for the next op, so it may write
- * with non-temporal stores and save the read-for-ownership of every output line. */
+ * with non-temporal stores and save the read-for-ownership of every output line; the tiled
+ * pointwise traversal sizes its tiles and prefetches from it. */
 YT_INTERNAL int64_t yt__cache_bytes(void);
 /* For tests: makes yt__cache_bytes() return `bytes` (0 or less: the machine's size again), so
  * small tensors take the paths meant for large ones. */
