@@ -1130,10 +1130,10 @@ class OpLowering:
                     same["cond"] = f"{same['cond']} || {_variant_cond(variant)}"
                     continue
                 suffix = "".join(f"_{v or 'none'}" for v in variant.values())
-                loops.append(self._pointwise_loop(d, f"{op.c_name}_loop_{d}{suffix}", value, expr.used,
-                                                  promoted, ctx_args))
+                loops.append(self._pointwise_loop(d, f"{d}{suffix}", value, expr.used, promoted, ctx_args))
                 loops[-1]["clones"] = expr.heavy
-                variants.append({"fn": loops[-1]["fn"], "cond": _variant_cond(variant), "value": value})
+                variants.append({"fn": loops[-1]["fn"], "blocks": loops[-1]["blocks"],
+                                 "cond": _variant_cond(variant), "value": value})
             if variants:
                 cases.append({"enum": C_DTYPE[d], "variants": variants})
         if not loops:
@@ -1150,8 +1150,10 @@ class OpLowering:
             "given": given,
         }
 
-    def _pointwise_loop(self, d, fn, value, used, promoted, ctx_args):
-        """One loop function: dtype `d`, the element expression `value` reading the names `used`."""
+    def _pointwise_loop(self, d, suffix, value, used, promoted, ctx_args):
+        """One loop, in its three functions (OP_rows_SUFFIX, the body; OP_loop_SUFFIX and
+        OP_blocks_SUFFIX, its row and block forms): dtype `d`, the element expression `value`
+        reading the names `used`."""
         op = self.op
         store_t = "bool" if op.result_dtype == "bool" else d
         operands = []
@@ -1176,7 +1178,9 @@ class OpLowering:
                 scal.append(f"const bool {a.name}_given = scalars[{i}].given;")
         sizes = [f"sizeof({x})" for x in [ost] + [o["storage"] for o in operands]]
         return {
-            "dtype": d, "enum": C_DTYPE[d], "fn": fn,
+            "dtype": d, "enum": C_DTYPE[d], "rows": f"{op.c_name}_rows_{suffix}",
+            "fn": f"{op.c_name}_loop_{suffix}", "blocks": f"{op.c_name}_blocks_{suffix}",
+            "n_ops": len(sizes), "esizes": ", ".join(sizes),
             "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
             "operands": operands, "scalar_lines": scal, "value": value,
             "contig_cond": " && ".join(f"strides[{i}] == {x}" for i, x in enumerate(sizes)),

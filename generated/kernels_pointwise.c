@@ -6,12 +6,17 @@
  * in-place ops vectorise too), one input broadcast along the row (stride 0) with the others
  * contiguous, and a general strided path. Built with -fno-math-errno -fno-trapping-math
  * (Makefile) so sqrt, rounding and selects vectorise. Loops that call libm-class functions are
- * compute-bound; they get an AVX-512 clone (YT_PW_CLONES). */
+ * compute-bound; they get an AVX-512 clone (YT_PW_CLONES).
+ *
+ * Each loop's body (OP_rows_DTYPE) is inlined into two functions: the loop itself
+ * (OP_loop_DTYPE), and its block form (OP_blocks_DTYPE, see yt__block_fn), where it runs on
+ * 8 x 8 blocks of constant size, so only its contiguous path remains, one vector per row. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "pointwise_blocks.h"
 #include "pointwise_math.h"
 
 #if YT_CODEGEN_ABI != 1
@@ -29,8 +34,8 @@ typedef struct pointwise_scalar {
 
 /* ---- add: self + checked_alpha(alpha) * other   (ops.yaml:8) */
 
-static void
-add_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+add_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -80,7 +85,21 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-add_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    add_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, add_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -130,7 +149,21 @@ add_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-add_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    add_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, add_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -180,7 +213,21 @@ add_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-add_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    add_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, add_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -230,7 +277,21 @@ add_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-add_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    add_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, add_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -280,7 +341,21 @@ add_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-add_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    add_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, add_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -330,7 +405,21 @@ add_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-add_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    add_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, add_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -382,7 +471,21 @@ add_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-add_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    add_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, add_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -434,7 +537,21 @@ add_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-add_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    add_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, add_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -484,7 +601,21 @@ add_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-add_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    add_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, add_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -533,6 +664,20 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+static void
+add_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    add_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, add_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
@@ -544,25 +689,25 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, add_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_bool, add_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, add_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_u8, add_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, add_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i8, add_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, add_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i16, add_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, add_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i32, add_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, add_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i64, add_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, add_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f16, add_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, add_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_bf16, add_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, add_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f32, add_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, add_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f64, add_blocks_f64, scalars);
     default:
         break;
     }
@@ -572,8 +717,8 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
 
 /* ---- add: self + checked_alpha(alpha) * other   (ops.yaml:17) */
 
-static void
-add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+add_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -600,7 +745,21 @@ add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-add_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    add_scalar_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -627,7 +786,21 @@ add_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-add_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    add_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -654,7 +827,21 @@ add_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-add_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    add_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -681,7 +868,21 @@ add_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-add_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    add_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -708,7 +909,21 @@ add_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-add_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    add_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -735,7 +950,21 @@ add_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-add_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    add_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -763,7 +992,21 @@ add_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-add_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    add_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -791,7 +1034,21 @@ add_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-add_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    add_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -818,7 +1075,21 @@ add_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-add_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+add_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    add_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+add_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -844,6 +1115,20 @@ add_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+static void
+add_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    add_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+add_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, add_scalar_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -856,25 +1141,33 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_bool, add_scalar_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_u8, add_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i8, add_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i16, add_scalar_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i32, add_scalar_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i64, add_scalar_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_f16, add_scalar_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_bf16, add_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_f32, add_scalar_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_f64, add_scalar_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -884,8 +1177,8 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
 
 /* ---- sub: self - checked_alpha(alpha) * other   (ops.yaml:25) */
 
-static void
-sub_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+sub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -935,7 +1228,21 @@ sub_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-sub_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    sub_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, sub_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -985,7 +1292,21 @@ sub_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-sub_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    sub_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, sub_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1035,7 +1356,21 @@ sub_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-sub_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sub_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, sub_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1085,7 +1420,21 @@ sub_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-sub_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sub_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, sub_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1135,7 +1484,21 @@ sub_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-sub_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sub_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, sub_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1187,7 +1550,21 @@ sub_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sub_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, sub_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1239,7 +1616,21 @@ sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-sub_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sub_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, sub_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1289,7 +1680,21 @@ sub_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-sub_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sub_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, sub_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1338,6 +1743,20 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+static void
+sub_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sub_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, sub_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
@@ -1349,23 +1768,23 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, sub_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_u8, sub_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, sub_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i8, sub_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, sub_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i16, sub_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, sub_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i32, sub_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, sub_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i64, sub_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, sub_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f16, sub_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, sub_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_bf16, sub_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, sub_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f32, sub_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, sub_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f64, sub_blocks_f64, scalars);
     default:
         break;
     }
@@ -1375,8 +1794,8 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
 
 /* ---- sub: self - checked_alpha(alpha) * other   (ops.yaml:34) */
 
-static void
-sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+sub_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1403,7 +1822,21 @@ sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-sub_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1430,7 +1863,21 @@ sub_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-sub_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1457,7 +1904,21 @@ sub_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-sub_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1484,7 +1945,21 @@ sub_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-sub_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1511,7 +1986,21 @@ sub_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-sub_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1539,7 +2028,21 @@ sub_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-sub_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1567,7 +2070,21 @@ sub_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-sub_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1594,7 +2111,21 @@ sub_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-sub_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sub_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sub_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1620,6 +2151,20 @@ sub_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+static void
+sub_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    sub_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sub_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, sub_scalar_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -1632,23 +2177,30 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_u8, sub_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i8, sub_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i16, sub_scalar_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i32, sub_scalar_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i64, sub_scalar_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_f16, sub_scalar_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_bf16, sub_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_f32, sub_scalar_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_f64, sub_scalar_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -1658,8 +2210,8 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
 
 /* ---- rsub: other - checked_alpha(alpha) * self   (ops.yaml:42) */
 
-static void
-rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+rsub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1686,7 +2238,21 @@ rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-rsub_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    rsub_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, rsub_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1713,7 +2279,21 @@ rsub_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-rsub_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsub_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    rsub_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, rsub_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1740,7 +2320,21 @@ rsub_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-rsub_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsub_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    rsub_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, rsub_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1767,7 +2361,21 @@ rsub_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-rsub_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsub_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    rsub_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, rsub_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1794,7 +2402,21 @@ rsub_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-rsub_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsub_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    rsub_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, rsub_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsub_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1822,7 +2444,21 @@ rsub_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-rsub_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsub_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    rsub_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, rsub_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsub_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1850,7 +2486,21 @@ rsub_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-rsub_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsub_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    rsub_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, rsub_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsub_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1877,7 +2527,21 @@ rsub_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-rsub_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsub_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    rsub_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, rsub_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsub_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -1903,6 +2567,20 @@ rsub_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+static void
+rsub_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    rsub_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsub_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, rsub_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -1915,23 +2593,23 @@ yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alph
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, rsub_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_u8, rsub_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i8, rsub_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i16, rsub_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i32, rsub_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i64, rsub_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f16, rsub_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_bf16, rsub_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f32, rsub_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f64, rsub_blocks_f64, scalars);
     default:
         break;
     }
@@ -1941,8 +2619,8 @@ yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alph
 
 /* ---- mul: self * other   (ops.yaml:50) */
 
-static void
-mul_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+mul_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -1991,7 +2669,21 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-mul_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    mul_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, mul_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2040,7 +2732,21 @@ mul_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-mul_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    mul_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, mul_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2089,7 +2795,21 @@ mul_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-mul_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    mul_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, mul_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2138,7 +2858,21 @@ mul_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-mul_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    mul_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, mul_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2187,7 +2921,21 @@ mul_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-mul_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    mul_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, mul_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2236,7 +2984,21 @@ mul_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-mul_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    mul_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, mul_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2287,7 +3049,21 @@ mul_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    mul_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, mul_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2338,7 +3114,21 @@ mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-mul_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    mul_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, mul_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2387,7 +3177,21 @@ mul_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-mul_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    mul_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, mul_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2435,6 +3239,20 @@ mul_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+static void
+mul_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    mul_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, mul_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -2442,25 +3260,25 @@ yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, mul_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_bool, mul_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, mul_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_u8, mul_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, mul_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i8, mul_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, mul_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i16, mul_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, mul_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i32, mul_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, mul_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i64, mul_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, mul_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f16, mul_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, mul_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_bf16, mul_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, mul_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f32, mul_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, mul_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f64, mul_blocks_f64, scalars);
     default:
         break;
     }
@@ -2470,8 +3288,8 @@ yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- mul: self * other   (ops.yaml:59) */
 
-static void
-mul_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+mul_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2497,7 +3315,21 @@ mul_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-mul_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2523,7 +3355,21 @@ mul_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-mul_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2549,7 +3395,21 @@ mul_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-mul_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2575,7 +3435,21 @@ mul_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-mul_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2601,7 +3475,21 @@ mul_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-mul_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2627,7 +3515,21 @@ mul_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-mul_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2654,7 +3556,21 @@ mul_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-mul_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2681,7 +3597,21 @@ mul_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-mul_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2707,7 +3637,21 @@ mul_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-mul_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+mul_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+mul_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -2732,6 +3676,20 @@ mul_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+static void
+mul_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    mul_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+mul_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, mul_scalar_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -2741,25 +3699,33 @@ yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_bool, mul_scalar_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_u8, mul_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i8, mul_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i16, mul_scalar_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i32, mul_scalar_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i64, mul_scalar_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_f16, mul_scalar_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_bf16, mul_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_f32, mul_scalar_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_f64, mul_scalar_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -2769,8 +3735,8 @@ yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- div: self / other   (ops.yaml:67) */
 
-static void
-div_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+div_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2821,7 +3787,21 @@ div_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-div_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+div_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    div_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, div_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2872,7 +3852,21 @@ div_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-div_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+div_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    div_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, div_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2921,7 +3915,21 @@ div_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-div_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+div_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    div_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, div_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -2969,6 +3977,20 @@ div_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+static void
+div_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    div_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, div_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -2976,13 +3998,13 @@ yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, div_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f16, div_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, div_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_bf16, div_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, div_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f32, div_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, div_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f64, div_blocks_f64, scalars);
     default:
         break;
     }
@@ -2992,8 +4014,8 @@ yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- div: self / other   (ops.yaml:77) */
 
-static void
-div_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+div_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3020,7 +4042,21 @@ div_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-div_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+div_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    div_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3047,7 +4083,21 @@ div_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-div_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+div_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    div_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3073,7 +4123,21 @@ div_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-div_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+div_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    div_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, div_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3098,6 +4162,20 @@ div_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+static void
+div_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    div_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, div_scalar_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -3107,13 +4185,17 @@ yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, div_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, div_scalar_loop_f16, div_scalar_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, div_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, div_scalar_loop_bf16, div_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, div_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, div_scalar_loop_f32, div_scalar_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, div_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, div_scalar_loop_f64, div_scalar_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -3123,8 +4205,8 @@ yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- neg: -self   (ops.yaml:86) */
 
-static void
-neg_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+neg_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3149,7 +4231,21 @@ neg_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-neg_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+neg_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    neg_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, neg_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+neg_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3174,7 +4270,21 @@ neg_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-neg_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+neg_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    neg_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, neg_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+neg_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3199,7 +4309,21 @@ neg_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-neg_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+neg_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    neg_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, neg_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+neg_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3224,7 +4348,21 @@ neg_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-neg_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+neg_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    neg_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, neg_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+neg_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3249,7 +4387,21 @@ neg_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-neg_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+neg_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    neg_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, neg_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+neg_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3275,7 +4427,21 @@ neg_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-neg_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+neg_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    neg_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, neg_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+neg_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3301,7 +4467,21 @@ neg_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-neg_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+neg_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    neg_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, neg_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+neg_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3326,7 +4506,21 @@ neg_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-neg_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+neg_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    neg_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, neg_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+neg_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3350,6 +4544,20 @@ neg_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+static void
+neg_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    neg_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+neg_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, neg_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_neg(yt_tensor *result, yt_tensor *self)
 {
@@ -3357,23 +4565,23 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, neg_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_u8, neg_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, neg_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i8, neg_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, neg_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i16, neg_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, neg_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i32, neg_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, neg_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i64, neg_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, neg_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f16, neg_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, neg_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_bf16, neg_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, neg_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f32, neg_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, neg_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f64, neg_blocks_f64, scalars);
     default:
         break;
     }
@@ -3383,8 +4591,8 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
 
 /* ---- pow: pow(self, checked(exponent))   (ops.yaml:93) */
 
-static void
-pow_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+pow_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3410,7 +4618,21 @@ pow_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-pow_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    pow_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3436,7 +4658,21 @@ pow_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-pow_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    pow_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3462,7 +4698,21 @@ pow_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-pow_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    pow_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3488,7 +4738,21 @@ pow_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-pow_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    pow_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3513,9 +4777,22 @@ pow_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
-YT_PW_CLONES
 static void
-pow_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    pow_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3543,7 +4820,22 @@ pow_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-pow_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    pow_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3571,7 +4863,22 @@ pow_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-pow_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    pow_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3598,7 +4905,22 @@ pow_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-pow_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    pow_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -3623,6 +4945,22 @@ pow_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+YT_PW_CLONES
+static void
+pow_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    pow_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
 {
@@ -3641,23 +4979,23 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, pow_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_u8, pow_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, pow_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i8, pow_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, pow_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i16, pow_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, pow_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i32, pow_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, pow_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i64, pow_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, pow_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f16, pow_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, pow_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_bf16, pow_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, pow_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f32, pow_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, pow_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f64, pow_blocks_f64, scalars);
     default:
         break;
     }
@@ -3667,8 +5005,8 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
 
 /* ---- pow: pow(self, exponent)   (ops.yaml:108) */
 
-static void
-pow_tensor_tensor_loop_u8(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3717,7 +5055,21 @@ pow_tensor_tensor_loop_u8(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-pow_tensor_tensor_loop_i8(char **data, const int64_t *strides, int64_t n,
+pow_tensor_tensor_loop_u8(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_tensor_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_i8(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3766,7 +5118,21 @@ pow_tensor_tensor_loop_i8(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-pow_tensor_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
+pow_tensor_tensor_loop_i8(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_tensor_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3815,7 +5181,21 @@ pow_tensor_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-pow_tensor_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
+pow_tensor_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_tensor_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3864,7 +5244,21 @@ pow_tensor_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-pow_tensor_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
+pow_tensor_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_tensor_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3912,9 +5306,22 @@ pow_tensor_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
-YT_PW_CLONES
 static void
-pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
+pow_tensor_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_tensor_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -3966,7 +5373,22 @@ pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
+pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_tensor_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4018,7 +5440,22 @@ pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
+pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_tensor_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4068,7 +5505,22 @@ pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
+pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_tensor_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_tensor_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4116,6 +5568,22 @@ pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT_PW_CLONES
+static void
+pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_tensor_tensor_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_tensor_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponent)
 {
@@ -4123,23 +5591,32 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
     yt_tensor *const inputs[2] = {self, exponent};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_u8,
+                             pow_tensor_tensor_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i8,
+                             pow_tensor_tensor_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i16,
+                             pow_tensor_tensor_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i32,
+                             pow_tensor_tensor_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i64,
+                             pow_tensor_tensor_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f16,
+                             pow_tensor_tensor_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_bf16,
+                             pow_tensor_tensor_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f32,
+                             pow_tensor_tensor_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f64,
+                             pow_tensor_tensor_blocks_f64, scalars);
     default:
         break;
     }
@@ -4149,8 +5626,8 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
 
 /* ---- pow: pow(self, exponent)   (ops.yaml:118) */
 
-static void
-pow_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+pow_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4176,7 +5653,21 @@ pow_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-pow_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4202,7 +5693,21 @@ pow_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-pow_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4228,7 +5733,21 @@ pow_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-pow_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4254,7 +5773,21 @@ pow_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-pow_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4279,9 +5812,22 @@ pow_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
-YT_PW_CLONES
 static void
-pow_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4309,7 +5855,22 @@ pow_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT_PW_CLONES
 static void
-pow_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4337,7 +5898,22 @@ pow_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 
 YT_PW_CLONES
 static void
-pow_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4364,7 +5940,22 @@ pow_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT_PW_CLONES
 static void
-pow_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+pow_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -4389,6 +5980,22 @@ pow_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT_PW_CLONES
+static void
+pow_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    pow_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_scalar_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 {
@@ -4398,23 +6005,30 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
     yt_tensor *const inputs[1] = {exponent};
     switch (exponent->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_u8, pow_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i8, pow_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i16, pow_scalar_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i32, pow_scalar_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i64, pow_scalar_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f16, pow_scalar_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_bf16, pow_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f32, pow_scalar_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f64, pow_scalar_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -4424,8 +6038,8 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 
 /* ---- maximum: maximum(self, other)   (ops.yaml:132) */
 
-static void
-maximum_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+maximum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4474,7 +6088,21 @@ maximum_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-maximum_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    maximum_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, maximum_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4523,7 +6151,21 @@ maximum_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-maximum_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    maximum_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, maximum_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4572,7 +6214,21 @@ maximum_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-maximum_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    maximum_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, maximum_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4621,7 +6277,21 @@ maximum_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-maximum_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    maximum_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, maximum_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4670,7 +6340,21 @@ maximum_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-maximum_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    maximum_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, maximum_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4719,7 +6403,21 @@ maximum_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-maximum_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    maximum_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, maximum_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4770,7 +6468,21 @@ maximum_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-maximum_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    maximum_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, maximum_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4821,7 +6533,21 @@ maximum_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-maximum_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    maximum_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, maximum_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4870,7 +6596,21 @@ maximum_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-maximum_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+maximum_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    maximum_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, maximum_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+maximum_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -4918,6 +6658,20 @@ maximum_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+static void
+maximum_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    maximum_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+maximum_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, maximum_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -4925,25 +6679,25 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, maximum_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_bool, maximum_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, maximum_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_u8, maximum_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_i8, maximum_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_i16, maximum_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_i32, maximum_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_i64, maximum_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_f16, maximum_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_bf16, maximum_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, maximum_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_f32, maximum_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, maximum_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_f64, maximum_blocks_f64, scalars);
     default:
         break;
     }
@@ -4953,8 +6707,8 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- minimum: minimum(self, other)   (ops.yaml:141) */
 
-static void
-minimum_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+minimum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5003,7 +6757,21 @@ minimum_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-minimum_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    minimum_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, minimum_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5052,7 +6820,21 @@ minimum_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-minimum_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    minimum_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, minimum_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5101,7 +6883,21 @@ minimum_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-minimum_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    minimum_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, minimum_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5150,7 +6946,21 @@ minimum_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-minimum_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    minimum_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, minimum_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5199,7 +7009,21 @@ minimum_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-minimum_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    minimum_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, minimum_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5248,7 +7072,21 @@ minimum_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-minimum_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    minimum_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, minimum_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5299,7 +7137,21 @@ minimum_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-minimum_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    minimum_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, minimum_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5350,7 +7202,21 @@ minimum_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-minimum_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    minimum_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, minimum_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5399,7 +7265,21 @@ minimum_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-minimum_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+minimum_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    minimum_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, minimum_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+minimum_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -5447,6 +7327,20 @@ minimum_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+static void
+minimum_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    minimum_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+minimum_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, minimum_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -5454,25 +7348,25 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, minimum_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_bool, minimum_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, minimum_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_u8, minimum_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_i8, minimum_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_i16, minimum_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_i32, minimum_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_i64, minimum_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_f16, minimum_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_bf16, minimum_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, minimum_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_f32, minimum_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, minimum_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_f64, minimum_blocks_f64, scalars);
     default:
         break;
     }
@@ -5482,8 +7376,8 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- clamp_min: maximum(self, checked(min))   (ops.yaml:150) */
 
-static void
-clamp_min_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+clamp_min_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5509,7 +7403,21 @@ clamp_min_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-clamp_min_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    clamp_min_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5535,7 +7443,21 @@ clamp_min_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-clamp_min_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    clamp_min_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5561,7 +7483,21 @@ clamp_min_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_min_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_min_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5587,7 +7523,21 @@ clamp_min_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_min_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_min_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5613,7 +7563,21 @@ clamp_min_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_min_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_min_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5640,7 +7604,21 @@ clamp_min_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_min_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_min_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5667,7 +7645,21 @@ clamp_min_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-clamp_min_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    clamp_min_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5693,7 +7685,21 @@ clamp_min_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_min_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_min_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5718,6 +7724,20 @@ clamp_min_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     }
 }
 
+static void
+clamp_min_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_min_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, clamp_min_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 {
@@ -5729,23 +7749,24 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_u8, clamp_min_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i8, clamp_min_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i16, clamp_min_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i32, clamp_min_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i64, clamp_min_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f16, clamp_min_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_bf16, clamp_min_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f32, clamp_min_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, clamp_min_blocks_f64, scalars);
     default:
         break;
     }
@@ -5755,8 +7776,8 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 
 /* ---- clamp_max: minimum(self, checked(max))   (ops.yaml:158) */
 
-static void
-clamp_max_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+clamp_max_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5782,7 +7803,21 @@ clamp_max_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-clamp_max_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    clamp_max_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5808,7 +7843,21 @@ clamp_max_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-clamp_max_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    clamp_max_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5834,7 +7883,21 @@ clamp_max_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_max_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_max_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5860,7 +7923,21 @@ clamp_max_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_max_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_max_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5886,7 +7963,21 @@ clamp_max_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_max_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_max_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5913,7 +8004,21 @@ clamp_max_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_max_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_max_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5940,7 +8045,21 @@ clamp_max_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-clamp_max_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    clamp_max_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5966,7 +8085,21 @@ clamp_max_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-clamp_max_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_max_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -5991,6 +8124,20 @@ clamp_max_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     }
 }
 
+static void
+clamp_max_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    clamp_max_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, clamp_max_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 {
@@ -6002,23 +8149,24 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_u8, clamp_max_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i8, clamp_max_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i16, clamp_max_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i32, clamp_max_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i64, clamp_max_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f16, clamp_max_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_bf16, clamp_max_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f32, clamp_max_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, clamp_max_blocks_f64, scalars);
     default:
         break;
     }
@@ -6028,8 +8176,8 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 
 /* ---- clamp_min: maximum(self, min)   (ops.yaml:166) */
 
-static void
-clamp_min_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6078,7 +8226,21 @@ clamp_min_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const i
 }
 
 static void
-clamp_min_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_min_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6127,7 +8289,21 @@ clamp_min_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const i
 }
 
 static void
-clamp_min_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
+clamp_min_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6176,7 +8352,21 @@ clamp_min_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_min_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
+clamp_min_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6225,7 +8415,21 @@ clamp_min_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_min_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
+clamp_min_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6274,7 +8478,21 @@ clamp_min_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_min_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
+clamp_min_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6325,7 +8543,21 @@ clamp_min_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_min_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
+clamp_min_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6376,7 +8608,21 @@ clamp_min_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_min_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
+clamp_min_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6425,7 +8671,21 @@ clamp_min_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_min_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
+clamp_min_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_min_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6473,6 +8733,20 @@ clamp_min_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+static void
+clamp_min_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_min_tensor_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_min_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
 {
@@ -6480,23 +8754,32 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
     yt_tensor *const inputs[2] = {self, min};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_u8,
+                             clamp_min_tensor_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i8,
+                             clamp_min_tensor_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i16,
+                             clamp_min_tensor_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i32,
+                             clamp_min_tensor_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i64,
+                             clamp_min_tensor_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f16,
+                             clamp_min_tensor_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_bf16,
+                             clamp_min_tensor_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f32,
+                             clamp_min_tensor_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f64,
+                             clamp_min_tensor_blocks_f64, scalars);
     default:
         break;
     }
@@ -6506,8 +8789,8 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
 
 /* ---- clamp_max: minimum(self, max)   (ops.yaml:175) */
 
-static void
-clamp_max_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6556,7 +8839,21 @@ clamp_max_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const i
 }
 
 static void
-clamp_max_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_max_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6605,7 +8902,21 @@ clamp_max_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const i
 }
 
 static void
-clamp_max_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
+clamp_max_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6654,7 +8965,21 @@ clamp_max_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_max_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
+clamp_max_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6703,7 +9028,21 @@ clamp_max_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_max_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
+clamp_max_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6752,7 +9091,21 @@ clamp_max_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_max_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
+clamp_max_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6803,7 +9156,21 @@ clamp_max_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_max_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
+clamp_max_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6854,7 +9221,21 @@ clamp_max_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_max_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
+clamp_max_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6903,7 +9284,21 @@ clamp_max_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_max_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
+clamp_max_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_max_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -6951,6 +9346,20 @@ clamp_max_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+static void
+clamp_max_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_max_tensor_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_max_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
 {
@@ -6958,23 +9367,32 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
     yt_tensor *const inputs[2] = {self, max};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_u8,
+                             clamp_max_tensor_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i8,
+                             clamp_max_tensor_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i16,
+                             clamp_max_tensor_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i32,
+                             clamp_max_tensor_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i64,
+                             clamp_max_tensor_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f16,
+                             clamp_max_tensor_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_bf16,
+                             clamp_max_tensor_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f32,
+                             clamp_max_tensor_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f64,
+                             clamp_max_tensor_blocks_f64, scalars);
     default:
         break;
     }
@@ -6984,8 +9402,8 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
 
 /* ---- remainder: remainder(self, other)   (ops.yaml:184) */
 
-static void
-remainder_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+remainder_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7034,7 +9452,21 @@ remainder_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-remainder_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    remainder_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, remainder_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7083,7 +9515,21 @@ remainder_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-remainder_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    remainder_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, remainder_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7132,7 +9578,21 @@ remainder_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-remainder_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    remainder_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, remainder_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7181,7 +9641,21 @@ remainder_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-remainder_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    remainder_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, remainder_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7230,7 +9704,21 @@ remainder_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-remainder_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    remainder_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, remainder_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7281,7 +9769,21 @@ remainder_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-remainder_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    remainder_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, remainder_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7332,7 +9834,21 @@ remainder_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-remainder_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    remainder_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, remainder_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7381,7 +9897,21 @@ remainder_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-remainder_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    remainder_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, remainder_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7429,6 +9959,20 @@ remainder_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     }
 }
 
+static void
+remainder_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    remainder_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, remainder_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -7441,23 +9985,24 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, remainder_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_u8, remainder_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_i8, remainder_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_i16, remainder_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_i32, remainder_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_i64, remainder_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, remainder_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_f16, remainder_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, remainder_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_bf16, remainder_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, remainder_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_f32, remainder_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, remainder_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_f64, remainder_blocks_f64, scalars);
     default:
         break;
     }
@@ -7467,8 +10012,8 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- remainder: remainder(self, other)   (ops.yaml:194) */
 
-static void
-remainder_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+remainder_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7494,7 +10039,21 @@ remainder_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const i
 }
 
 static void
-remainder_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+remainder_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7520,7 +10079,21 @@ remainder_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const i
 }
 
 static void
-remainder_scalar_loop_i16(char **data, const int64_t *strides, int64_t n,
+remainder_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_scalar_rows_i16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7546,7 +10119,21 @@ remainder_scalar_loop_i16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-remainder_scalar_loop_i32(char **data, const int64_t *strides, int64_t n,
+remainder_scalar_loop_i16(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_scalar_rows_i32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7572,7 +10159,21 @@ remainder_scalar_loop_i32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-remainder_scalar_loop_i64(char **data, const int64_t *strides, int64_t n,
+remainder_scalar_loop_i32(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_scalar_rows_i64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7598,7 +10199,21 @@ remainder_scalar_loop_i64(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-remainder_scalar_loop_f16(char **data, const int64_t *strides, int64_t n,
+remainder_scalar_loop_i64(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_scalar_rows_f16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7625,7 +10240,21 @@ remainder_scalar_loop_f16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-remainder_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n,
+remainder_scalar_loop_f16(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7652,7 +10281,21 @@ remainder_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-remainder_scalar_loop_f32(char **data, const int64_t *strides, int64_t n,
+remainder_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_scalar_rows_f32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7678,7 +10321,21 @@ remainder_scalar_loop_f32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-remainder_scalar_loop_f64(char **data, const int64_t *strides, int64_t n,
+remainder_scalar_loop_f32(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+remainder_scalar_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -7703,6 +10360,20 @@ remainder_scalar_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+static void
+remainder_scalar_loop_f64(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    remainder_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+remainder_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, remainder_scalar_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -7717,23 +10388,32 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_u8,
+                             remainder_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i8,
+                             remainder_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i16,
+                             remainder_scalar_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i32,
+                             remainder_scalar_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i64,
+                             remainder_scalar_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f16,
+                             remainder_scalar_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_bf16,
+                             remainder_scalar_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f32,
+                             remainder_scalar_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f64,
+                             remainder_scalar_blocks_f64, scalars);
     default:
         break;
     }
@@ -7743,8 +10423,8 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- floor_divide: floor_divide(self, other)   (ops.yaml:202) */
 
-static void
-floor_divide_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+floor_divide_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7793,7 +10473,21 @@ floor_divide_loop_u8(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-floor_divide_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_divide_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    floor_divide_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_divide_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7842,7 +10536,21 @@ floor_divide_loop_i8(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-floor_divide_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_divide_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    floor_divide_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_divide_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7891,7 +10599,21 @@ floor_divide_loop_i16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-floor_divide_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_divide_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    floor_divide_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_divide_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7940,7 +10662,21 @@ floor_divide_loop_i32(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-floor_divide_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_divide_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    floor_divide_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_divide_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -7989,7 +10725,21 @@ floor_divide_loop_i64(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-floor_divide_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_divide_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    floor_divide_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_divide_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -8040,7 +10790,21 @@ floor_divide_loop_f16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-floor_divide_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_divide_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    floor_divide_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_divide_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -8091,7 +10855,21 @@ floor_divide_loop_bf16(char **data, const int64_t *strides, int64_t n, const int
 }
 
 static void
-floor_divide_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_divide_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    floor_divide_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_divide_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -8140,7 +10918,21 @@ floor_divide_loop_f32(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-floor_divide_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_divide_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    floor_divide_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_divide_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -8188,6 +10980,20 @@ floor_divide_loop_f64(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+static void
+floor_divide_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    floor_divide_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_divide_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, floor_divide_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -8200,23 +11006,32 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_u8, floor_divide_blocks_u8,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i8, floor_divide_blocks_i8,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i16, floor_divide_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i32, floor_divide_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i64, floor_divide_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_f16, floor_divide_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_bf16, floor_divide_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_f32, floor_divide_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_f64, floor_divide_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -8226,8 +11041,8 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:212) */
 
-static void
-lerp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+lerp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -8287,7 +11102,21 @@ lerp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-lerp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lerp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    lerp_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lerp_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, lerp_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lerp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -8347,7 +11176,21 @@ lerp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-lerp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lerp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    lerp_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lerp_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, lerp_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lerp_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -8405,7 +11248,21 @@ lerp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-lerp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lerp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    lerp_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lerp_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, lerp_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+lerp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -8462,6 +11319,20 @@ lerp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+static void
+lerp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    lerp_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lerp_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, lerp_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -8471,13 +11342,13 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
     yt_tensor *const inputs[2] = {self, end};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f16, lerp_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, lerp_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_bf16, lerp_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f32, lerp_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f64, lerp_blocks_f64, scalars);
     default:
         break;
     }
@@ -8487,8 +11358,8 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
 
 /* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:221) */
 
-static void
-lerp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+lerp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -8569,7 +11440,22 @@ lerp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-lerp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lerp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    lerp_tensor_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lerp_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, lerp_tensor_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lerp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -8650,7 +11536,22 @@ lerp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-lerp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lerp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    lerp_tensor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lerp_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, lerp_tensor_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lerp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -8728,7 +11629,21 @@ lerp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-lerp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lerp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    lerp_tensor_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lerp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 4, esize, lerp_tensor_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+lerp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -8805,6 +11720,21 @@ lerp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
     }
 }
 
+static void
+lerp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    lerp_tensor_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lerp_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 4, esize, lerp_tensor_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -8812,13 +11742,17 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
     yt_tensor *const inputs[3] = {self, end, weight};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f16, scalars);
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f16, lerp_tensor_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_bf16, lerp_tensor_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f32, scalars);
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f32, lerp_tensor_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f64, scalars);
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f64, lerp_tensor_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -8828,8 +11762,8 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
 
 /* ---- addcmul: self + checked(value) * tensor1 * tensor2   (ops.yaml:235) */
 
-static void
-addcmul_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -8898,7 +11832,22 @@ addcmul_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-addcmul_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcmul_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    addcmul_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
+                                     sizeof(uint8_t)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcmul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -8967,7 +11916,22 @@ addcmul_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-addcmul_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcmul_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    addcmul_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t),
+                                     sizeof(int8_t)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcmul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9036,7 +12000,22 @@ addcmul_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-addcmul_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcmul_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcmul_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t),
+                                     sizeof(int16_t)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcmul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9105,7 +12084,22 @@ addcmul_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-addcmul_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcmul_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcmul_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t),
+                                     sizeof(int32_t)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcmul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9174,7 +12168,22 @@ addcmul_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-addcmul_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcmul_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcmul_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t),
+                                     sizeof(int64_t)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcmul_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9246,7 +12255,22 @@ addcmul_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-addcmul_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcmul_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcmul_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcmul_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9318,7 +12342,22 @@ addcmul_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-addcmul_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcmul_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    addcmul_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcmul_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9387,7 +12426,21 @@ addcmul_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-addcmul_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcmul_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcmul_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcmul_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9455,6 +12508,21 @@ addcmul_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+static void
+addcmul_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcmul_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcmul_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 4, esize, addcmul_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
@@ -9467,23 +12535,23 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_u8, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_u8, addcmul_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i8, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i8, addcmul_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i16, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i16, addcmul_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i32, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i32, addcmul_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i64, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i64, addcmul_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_f16, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f16, addcmul_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_bf16, addcmul_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_f32, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f32, addcmul_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_f64, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f64, addcmul_blocks_f64, scalars);
     default:
         break;
     }
@@ -9493,8 +12561,8 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
 
 /* ---- addcdiv: self + checked(value) * tensor1 / tensor2   (ops.yaml:249) */
 
-static void
-addcdiv_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+addcdiv_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9566,7 +12634,22 @@ addcdiv_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-addcdiv_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcdiv_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcdiv_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcdiv_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, addcdiv_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcdiv_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9638,7 +12721,22 @@ addcdiv_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-addcdiv_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcdiv_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    addcdiv_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcdiv_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, addcdiv_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcdiv_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9707,7 +12805,21 @@ addcdiv_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-addcdiv_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+addcdiv_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcdiv_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcdiv_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 4, esize, addcdiv_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+addcdiv_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9775,6 +12887,21 @@ addcdiv_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+static void
+addcdiv_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    addcdiv_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+addcdiv_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 4, esize, addcdiv_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
@@ -9787,13 +12914,13 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_f16, scalars);
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f16, addcdiv_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_bf16, addcdiv_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_f32, scalars);
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f32, addcdiv_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, scalars);
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, addcdiv_blocks_f64, scalars);
     default:
         break;
     }
@@ -9803,9 +12930,8 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
 
 /* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:264) */
 
-YT_PW_CLONES
-static void
-pow_scalar_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+pow_scalar_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9858,7 +12984,22 @@ pow_scalar_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-pow_scalar_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
+pow_scalar_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_scalar_backward_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_scalar_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9911,7 +13052,22 @@ pow_scalar_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-pow_scalar_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
+pow_scalar_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_scalar_backward_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_scalar_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -9963,7 +13119,22 @@ pow_scalar_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-pow_scalar_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
+pow_scalar_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_scalar_backward_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_scalar_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+pow_scalar_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -10013,6 +13184,22 @@ pow_scalar_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT_PW_CLONES
+static void
+pow_scalar_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_scalar_backward_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+pow_scalar_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar self,
                             yt_tensor *output)
@@ -10023,13 +13210,17 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
     yt_tensor *const inputs[2] = {grad_output, output};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f16,
+                             pow_scalar_backward_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_bf16,
+                             pow_scalar_backward_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f32,
+                             pow_scalar_backward_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f64,
+                             pow_scalar_backward_blocks_f64, scalars);
     default:
         break;
     }
@@ -10039,8 +13230,8 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
 
 /* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:274) */
 
-static void
-div_tensor_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_u8_trunc(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10089,7 +13280,21 @@ div_tensor_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_u8_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_u8_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_u8_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_u8_floor(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10138,7 +13343,21 @@ div_tensor_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_u8_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_u8_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_u8_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_i8_trunc(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10187,7 +13406,21 @@ div_tensor_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_i8_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_i8_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i8_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_i8_floor(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10236,7 +13469,21 @@ div_tensor_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_i8_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_i8_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i8_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_i16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10285,7 +13532,21 @@ div_tensor_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_i16_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_i16_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i16_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_i16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10334,7 +13595,21 @@ div_tensor_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_i16_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_i16_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i16_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_i32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10383,7 +13658,21 @@ div_tensor_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_i32_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_i32_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i32_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_i32_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10432,7 +13721,21 @@ div_tensor_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_i32_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_i32_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i32_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_i64_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10481,7 +13784,21 @@ div_tensor_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_i64_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_i64_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i64_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_i64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10530,7 +13847,21 @@ div_tensor_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_i64_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_i64_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i64_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10575,6 +13906,71 @@ div_tensor_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n,
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self / other;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+div_tensor_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_f16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_f16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f16_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float other = yt__f16_to_f32(other_p[i]);
+                const float out_value = yt__pw_trunc_divide_f(self, other);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float other = yt__f16_to_f32(other_p[i]);
+                const float out_value = yt__pw_trunc_divide_f(self, other);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float other = yt__f16_to_f32(other_p[0]);
+                const float out_value = yt__pw_trunc_divide_f(self, other);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float other =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
+            const float out_value = yt__pw_trunc_divide_f(self, other);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -10584,55 +13980,18 @@ static void
 div_tensor_mode_loop_f16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
-    for (int64_t r = 0; r < rows; r++) {
-        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
-        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float self = yt__f16_to_f32(self_p[i]);
-                const float other = yt__f16_to_f32(other_p[i]);
-                const float out_value = yt__pw_trunc_divide_f(self, other);
-                out[i] = yt__f32_to_f16(out_value);
-            }
-            continue;
-        }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float self = yt__f16_to_f32(self_p[0]);
-                const float other = yt__f16_to_f32(other_p[i]);
-                const float out_value = yt__pw_trunc_divide_f(self, other);
-                out[i] = yt__f32_to_f16(out_value);
-            }
-            continue;
-        }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float self = yt__f16_to_f32(self_p[i]);
-                const float other = yt__f16_to_f32(other_p[0]);
-                const float out_value = yt__pw_trunc_divide_f(self, other);
-                out[i] = yt__f32_to_f16(out_value);
-            }
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            const float self =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float other =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
-            const float out_value = yt__pw_trunc_divide_f(self, other);
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
-        }
-    }
+    div_tensor_mode_rows_f16_trunc(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-div_tensor_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_blocks_f16_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f16_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10683,7 +14042,21 @@ div_tensor_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_f16_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_f16_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f16_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10734,7 +14107,21 @@ div_tensor_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_bf16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_bf16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_bf16_trunc(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10785,7 +14172,21 @@ div_tensor_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_bf16_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_bf16_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_bf16_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_bf16_floor(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10836,7 +14237,21 @@ div_tensor_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_bf16_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_bf16_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_bf16_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f32_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10885,7 +14300,21 @@ div_tensor_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_f32_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10934,7 +14363,21 @@ div_tensor_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_f32_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f32_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -10983,7 +14426,21 @@ div_tensor_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_f32_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -11032,7 +14489,21 @@ div_tensor_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_f64_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -11081,7 +14552,21 @@ div_tensor_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_tensor_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n,
+div_tensor_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_f64_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_tensor_mode_rows_f64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -11127,6 +14612,20 @@ div_tensor_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n,
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
+}
+
+static void
+div_tensor_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_tensor_mode_rows_f64_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_tensor_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_floor, ctx);
 }
 
 yt_status
@@ -11142,65 +14641,87 @@ yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
     switch (self->dtype) {
     case YT_DTYPE_U8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_trunc,
+                                 div_tensor_mode_blocks_u8_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_floor,
+                                 div_tensor_mode_blocks_u8_floor, scalars);
         break;
     case YT_DTYPE_I8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_trunc,
+                                 div_tensor_mode_blocks_i8_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_floor,
+                                 div_tensor_mode_blocks_i8_floor, scalars);
         break;
     case YT_DTYPE_I16:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_trunc,
+                                 div_tensor_mode_blocks_i16_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_floor,
+                                 div_tensor_mode_blocks_i16_floor, scalars);
         break;
     case YT_DTYPE_I32:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_trunc,
+                                 div_tensor_mode_blocks_i32_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_floor,
+                                 div_tensor_mode_blocks_i32_floor, scalars);
         break;
     case YT_DTYPE_I64:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_trunc,
+                                 div_tensor_mode_blocks_i64_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_floor,
+                                 div_tensor_mode_blocks_i64_floor, scalars);
         break;
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_none, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_none,
+                                 div_tensor_mode_blocks_f16_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_trunc,
+                                 div_tensor_mode_blocks_f16_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_floor,
+                                 div_tensor_mode_blocks_f16_floor, scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_none, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_none,
+                                 div_tensor_mode_blocks_bf16_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_trunc,
+                                 div_tensor_mode_blocks_bf16_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_floor,
+                                 div_tensor_mode_blocks_bf16_floor, scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_none, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_none,
+                                 div_tensor_mode_blocks_f32_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_trunc,
+                                 div_tensor_mode_blocks_f32_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_floor,
+                                 div_tensor_mode_blocks_f32_floor, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_none, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_none,
+                                 div_tensor_mode_blocks_f64_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_trunc, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_trunc,
+                                 div_tensor_mode_blocks_f64_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_floor, scalars);
+            return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_floor,
+                                 div_tensor_mode_blocks_f64_floor, scalars);
         break;
     default:
         break;
@@ -11211,8 +14732,8 @@ yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
 
 /* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:294) */
 
-static void
-div_scalar_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_u8_trunc(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11238,7 +14759,21 @@ div_scalar_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_u8_trunc(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_u8_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_u8_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_u8_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_u8_floor(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11264,7 +14799,21 @@ div_scalar_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_u8_floor(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_u8_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_u8_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_u8_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_i8_trunc(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11290,7 +14839,21 @@ div_scalar_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_i8_trunc(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_i8_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_i8_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i8_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_i8_floor(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11316,7 +14879,21 @@ div_scalar_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_i8_floor(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_i8_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_i8_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i8_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_i16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11342,7 +14919,21 @@ div_scalar_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_i16_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_i16_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_i16_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i16_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_i16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11368,7 +14959,21 @@ div_scalar_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_i16_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_i16_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_i16_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i16_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_i32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11394,7 +14999,21 @@ div_scalar_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_i32_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_i32_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_i32_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i32_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_i32_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11420,7 +15039,21 @@ div_scalar_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_i32_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_i32_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_i32_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i32_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_i64_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11446,7 +15079,21 @@ div_scalar_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_i64_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_i64_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_i64_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i64_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_i64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11472,7 +15119,21 @@ div_scalar_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_i64_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_i64_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_i64_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i64_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11493,6 +15154,47 @@ div_scalar_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n,
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self / other;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+div_scalar_mode_loop_f16_none(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_f16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_f16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f16_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = yt__pw_trunc_divide_f(self, other);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = yt__pw_trunc_divide_f(self, other);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -11502,31 +15204,18 @@ static void
 div_scalar_mode_loop_f16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
-    for (int64_t r = 0; r < rows; r++) {
-        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
-        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = yt__pw_trunc_divide_f(self, other);
-                out[i] = yt__f32_to_f16(out_value);
-            }
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            const float self =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_trunc_divide_f(self, other);
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
-        }
-    }
+    div_scalar_mode_rows_f16_trunc(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-div_scalar_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_blocks_f16_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f16_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11553,7 +15242,21 @@ div_scalar_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_f16_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_f16_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_f16_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f16_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11580,7 +15283,21 @@ div_scalar_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_bf16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_bf16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_bf16_trunc(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11607,7 +15324,21 @@ div_scalar_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_bf16_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_bf16_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_bf16_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_bf16_floor(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11634,7 +15365,21 @@ div_scalar_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_bf16_floor(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_bf16_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_bf16_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_bf16_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f32_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11660,7 +15405,21 @@ div_scalar_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_f32_none(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_f32_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11686,7 +15445,21 @@ div_scalar_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_f32_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f32_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11712,7 +15485,21 @@ div_scalar_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_f32_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_f32_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_floor, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11738,7 +15525,21 @@ div_scalar_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_f64_none(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_f64_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11764,7 +15565,21 @@ div_scalar_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-div_scalar_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n,
+div_scalar_mode_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_f64_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_scalar_mode_rows_f64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11787,6 +15602,20 @@ div_scalar_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n,
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
+}
+
+static void
+div_scalar_mode_loop_f64_floor(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_scalar_mode_rows_f64_floor(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_scalar_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_floor, ctx);
 }
 
 yt_status
@@ -11804,65 +15633,87 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
     switch (self->dtype) {
     case YT_DTYPE_U8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_trunc,
+                                 div_scalar_mode_blocks_u8_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_floor,
+                                 div_scalar_mode_blocks_u8_floor, scalars);
         break;
     case YT_DTYPE_I8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_trunc,
+                                 div_scalar_mode_blocks_i8_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_floor,
+                                 div_scalar_mode_blocks_i8_floor, scalars);
         break;
     case YT_DTYPE_I16:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_trunc,
+                                 div_scalar_mode_blocks_i16_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_floor,
+                                 div_scalar_mode_blocks_i16_floor, scalars);
         break;
     case YT_DTYPE_I32:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_trunc,
+                                 div_scalar_mode_blocks_i32_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_floor,
+                                 div_scalar_mode_blocks_i32_floor, scalars);
         break;
     case YT_DTYPE_I64:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_trunc,
+                                 div_scalar_mode_blocks_i64_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_floor,
+                                 div_scalar_mode_blocks_i64_floor, scalars);
         break;
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_none, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_none,
+                                 div_scalar_mode_blocks_f16_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_trunc,
+                                 div_scalar_mode_blocks_f16_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_floor,
+                                 div_scalar_mode_blocks_f16_floor, scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_none, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_none,
+                                 div_scalar_mode_blocks_bf16_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_trunc,
+                                 div_scalar_mode_blocks_bf16_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_floor,
+                                 div_scalar_mode_blocks_bf16_floor, scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_none, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_none,
+                                 div_scalar_mode_blocks_f32_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_trunc,
+                                 div_scalar_mode_blocks_f32_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_floor,
+                                 div_scalar_mode_blocks_f32_floor, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_none, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_none,
+                                 div_scalar_mode_blocks_f64_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_trunc,
+                                 div_scalar_mode_blocks_f64_trunc, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_floor, scalars);
+            return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_floor,
+                                 div_scalar_mode_blocks_f64_floor, scalars);
         break;
     default:
         break;
@@ -11873,8 +15724,8 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
 
 /* ---- clamp: minimum(maximum(self, checked(min)) if min is not None else self, checked(max)) if max is not None else maximum(self, checked(min))   (ops.yaml:310) */
 
-static void
-clamp_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+clamp_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11909,7 +15760,21 @@ clamp_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-clamp_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    clamp_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11943,7 +15808,21 @@ clamp_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-clamp_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    clamp_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -11978,7 +15857,21 @@ clamp_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clamp_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clamp_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12013,7 +15906,21 @@ clamp_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clamp_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clamp_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12048,7 +15955,21 @@ clamp_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clamp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clamp_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12083,7 +16004,21 @@ clamp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clamp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clamp_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12118,7 +16053,21 @@ clamp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-clamp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    clamp_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12152,7 +16101,21 @@ clamp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clamp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clamp_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12185,6 +16148,20 @@ clamp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+static void
+clamp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clamp_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -12201,23 +16178,23 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clamp_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_u8, clamp_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clamp_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_i8, clamp_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clamp_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_i16, clamp_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clamp_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_i32, clamp_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clamp_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_i64, clamp_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clamp_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_f16, clamp_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clamp_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_bf16, clamp_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clamp_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_f32, clamp_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clamp_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_loop_f64, clamp_blocks_f64, scalars);
     default:
         break;
     }
@@ -12227,8 +16204,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
 
 /* ---- clamp: minimum(maximum(self, min) if min is not None else self, max) if max is not None else maximum(self, min)   (ops.yaml:327) */
 
-static void
-clamp_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12313,7 +16290,22 @@ clamp_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-clamp_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
+                                     sizeof(uint8_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12397,7 +16389,22 @@ clamp_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-clamp_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t),
+                                     sizeof(int8_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12482,7 +16489,22 @@ clamp_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-clamp_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t),
+                                     sizeof(int16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12567,7 +16589,22 @@ clamp_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-clamp_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t),
+                                     sizeof(int32_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12652,7 +16689,22 @@ clamp_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-clamp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t),
+                                     sizeof(int64_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12739,7 +16791,22 @@ clamp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-clamp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12826,7 +16893,22 @@ clamp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int
 }
 
 static void
-clamp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12910,7 +16992,21 @@ clamp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-clamp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -12993,6 +17089,21 @@ clamp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+static void
+clamp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -13003,23 +17114,32 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
     yt_tensor *const inputs[3] = {self, min != NULL ? min : self, max != NULL ? max : self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8, clamp_tensor_blocks_u8,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8, clamp_tensor_blocks_i8,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16, clamp_tensor_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32, clamp_tensor_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64, clamp_tensor_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16, clamp_tensor_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16, clamp_tensor_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32, clamp_tensor_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64, scalars);
+        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64, clamp_tensor_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -13029,8 +17149,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
 
 /* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:344) */
 
-static void
-clamp_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+clamp_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13096,7 +17216,21 @@ clamp_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const in
 }
 
 static void
-clamp_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13162,7 +17296,21 @@ clamp_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const i
 }
 
 static void
-clamp_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13227,7 +17375,21 @@ clamp_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const in
 }
 
 static void
-clamp_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clamp_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13291,6 +17453,20 @@ clamp_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const in
     }
 }
 
+static void
+clamp_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                        const yt_scalar *min, const yt_scalar *max)
@@ -13304,13 +17480,17 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16, clamp_backward_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16,
+                             clamp_backward_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32, clamp_backward_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64, clamp_backward_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -13320,8 +17500,8 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
 
 /* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:358) */
 
-static void
-clamp_tensor_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13432,7 +17612,22 @@ clamp_tensor_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_tensor_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13543,7 +17738,22 @@ clamp_tensor_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_tensor_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13651,7 +17861,22 @@ clamp_tensor_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_tensor_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
+                                     sizeof(float)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13758,6 +17983,21 @@ clamp_tensor_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+static void
+clamp_tensor_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                               yt_tensor *min, yt_tensor *max)
@@ -13770,13 +18010,17 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
                                   max != NULL ? max : grad_output};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16,
+                             clamp_tensor_backward_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16,
+                             clamp_tensor_backward_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32,
+                             clamp_tensor_backward_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64,
+                             clamp_tensor_backward_blocks_f64, scalars);
     default:
         break;
     }
@@ -13786,8 +18030,8 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
 
 /* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:372) */
 
-static void
-clamp_tensor_backward_min_loop_f16(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13886,7 +18130,22 @@ clamp_tensor_backward_min_loop_f16(char **data, const int64_t *strides, int64_t 
 }
 
 static void
-clamp_tensor_backward_min_loop_bf16(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_min_loop_f16(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_min_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_min_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -13985,7 +18244,22 @@ clamp_tensor_backward_min_loop_bf16(char **data, const int64_t *strides, int64_t
 }
 
 static void
-clamp_tensor_backward_min_loop_f32(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_min_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_min_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_min_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -14081,7 +18355,22 @@ clamp_tensor_backward_min_loop_f32(char **data, const int64_t *strides, int64_t 
 }
 
 static void
-clamp_tensor_backward_min_loop_f64(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_min_loop_f32(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_min_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_min_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
+                                     sizeof(float)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -14176,6 +18465,21 @@ clamp_tensor_backward_min_loop_f64(char **data, const int64_t *strides, int64_t 
     }
 }
 
+static void
+clamp_tensor_backward_min_loop_f64(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_min_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_min_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                                   yt_tensor *min, yt_tensor *max)
@@ -14186,13 +18490,17 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
     yt_tensor *const inputs[4] = {grad_output, self, min, max != NULL ? max : grad_output};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16,
+                             clamp_tensor_backward_min_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16,
+                             clamp_tensor_backward_min_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32,
+                             clamp_tensor_backward_min_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64,
+                             clamp_tensor_backward_min_blocks_f64, scalars);
     default:
         break;
     }
@@ -14202,8 +18510,8 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
 
 /* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:385) */
 
-static void
-clamp_tensor_backward_max_loop_f16(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -14302,7 +18610,22 @@ clamp_tensor_backward_max_loop_f16(char **data, const int64_t *strides, int64_t 
 }
 
 static void
-clamp_tensor_backward_max_loop_bf16(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_max_loop_f16(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_max_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_max_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -14401,7 +18724,22 @@ clamp_tensor_backward_max_loop_bf16(char **data, const int64_t *strides, int64_t
 }
 
 static void
-clamp_tensor_backward_max_loop_f32(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_max_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_max_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_max_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -14497,7 +18835,22 @@ clamp_tensor_backward_max_loop_f32(char **data, const int64_t *strides, int64_t 
 }
 
 static void
-clamp_tensor_backward_max_loop_f64(char **data, const int64_t *strides, int64_t n,
+clamp_tensor_backward_max_loop_f32(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_max_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_max_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
+                                     sizeof(float)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -14592,6 +18945,21 @@ clamp_tensor_backward_max_loop_f64(char **data, const int64_t *strides, int64_t 
     }
 }
 
+static void
+clamp_tensor_backward_max_loop_f64(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_max_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_max_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                                   yt_tensor *min, yt_tensor *max)
@@ -14602,13 +18970,17 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
     yt_tensor *const inputs[4] = {grad_output, self, min != NULL ? min : grad_output, max};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16,
+                             clamp_tensor_backward_max_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16,
+                             clamp_tensor_backward_max_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32,
+                             clamp_tensor_backward_max_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64, scalars);
+        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64,
+                             clamp_tensor_backward_max_blocks_f64, scalars);
     default:
         break;
     }
@@ -14618,8 +18990,8 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
 
 /* ---- div_rounding_backward: grad_output if rounding_mode is None else 0   (ops.yaml:398) */
 
-static void
-div_rounding_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+div_rounding_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14645,7 +19017,21 @@ div_rounding_backward_loop_f16_none(char **data, const int64_t *strides, int64_t
 }
 
 static void
-div_rounding_backward_loop_f16_trunc(char **data, const int64_t *strides, int64_t n,
+div_rounding_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_rounding_backward_rows_f16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_rounding_backward_blocks_f16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rounding_backward_rows_f16_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14667,7 +19053,21 @@ div_rounding_backward_loop_f16_trunc(char **data, const int64_t *strides, int64_
 }
 
 static void
-div_rounding_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+div_rounding_backward_loop_f16_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_rounding_backward_rows_f16_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_rounding_backward_blocks_f16_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f16_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rounding_backward_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14693,7 +19093,21 @@ div_rounding_backward_loop_bf16_none(char **data, const int64_t *strides, int64_
 }
 
 static void
-div_rounding_backward_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
+div_rounding_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_rounding_backward_rows_bf16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_rounding_backward_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_rounding_backward_rows_bf16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rounding_backward_rows_bf16_trunc(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14715,7 +19129,21 @@ div_rounding_backward_loop_bf16_trunc(char **data, const int64_t *strides, int64
 }
 
 static void
-div_rounding_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n,
+div_rounding_backward_loop_bf16_trunc(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_rounding_backward_rows_bf16_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_rounding_backward_blocks_bf16_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, div_rounding_backward_rows_bf16_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rounding_backward_rows_f32_none(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14741,7 +19169,21 @@ div_rounding_backward_loop_f32_none(char **data, const int64_t *strides, int64_t
 }
 
 static void
-div_rounding_backward_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
+div_rounding_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_rounding_backward_rows_f32_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_rounding_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f32_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rounding_backward_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14763,7 +19205,21 @@ div_rounding_backward_loop_f32_trunc(char **data, const int64_t *strides, int64_
 }
 
 static void
-div_rounding_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n,
+div_rounding_backward_loop_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_rounding_backward_rows_f32_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_rounding_backward_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f32_trunc, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rounding_backward_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14789,7 +19245,21 @@ div_rounding_backward_loop_f64_none(char **data, const int64_t *strides, int64_t
 }
 
 static void
-div_rounding_backward_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
+div_rounding_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_rounding_backward_rows_f64_none(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_rounding_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f64_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+div_rounding_backward_rows_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14810,6 +19280,20 @@ div_rounding_backward_loop_f64_trunc(char **data, const int64_t *strides, int64_
     }
 }
 
+static void
+div_rounding_backward_loop_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    div_rounding_backward_rows_f64_trunc(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+div_rounding_backward_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f64_trunc, ctx);
+}
+
 yt_status
 yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const char *rounding_mode)
 {
@@ -14818,31 +19302,39 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_none, scalars);
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_none,
+                                 div_rounding_backward_blocks_f16_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_trunc,
+                                 div_rounding_backward_blocks_f16_trunc, scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_none, scalars);
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_none,
+                                 div_rounding_backward_blocks_bf16_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_trunc,
+                                 div_rounding_backward_blocks_bf16_trunc, scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_none, scalars);
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_none,
+                                 div_rounding_backward_blocks_f32_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_trunc,
+                                 div_rounding_backward_blocks_f32_trunc, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
-            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_none, scalars);
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_none,
+                                 div_rounding_backward_blocks_f64_none, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
-            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_trunc, scalars);
+            return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_trunc,
+                                 div_rounding_backward_blocks_f64_trunc, scalars);
         break;
     default:
         break;
@@ -14853,9 +19345,8 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
 
 /* ---- exp: exp(self)   (ops.yaml:413) */
 
-YT_PW_CLONES
-static void
-exp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+exp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14882,7 +19373,22 @@ exp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-exp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+exp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    exp_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+exp_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, exp_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+exp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14909,7 +19415,22 @@ exp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-exp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+exp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    exp_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+exp_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, exp_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+exp_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14935,7 +19456,22 @@ exp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-exp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+exp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    exp_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+exp_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, exp_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+exp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -14959,6 +19495,22 @@ exp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+YT_PW_CLONES
+static void
+exp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    exp_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+exp_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, exp_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_exp(yt_tensor *result, yt_tensor *self)
 {
@@ -14966,13 +19518,13 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, exp_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f16, exp_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, exp_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_bf16, exp_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, exp_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f32, exp_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, exp_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f64, exp_blocks_f64, scalars);
     default:
         break;
     }
@@ -14982,9 +19534,8 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
 
 /* ---- log: log(self)   (ops.yaml:421) */
 
-YT_PW_CLONES
-static void
-log_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+log_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15011,7 +19562,22 @@ log_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-log_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    log_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, log_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+log_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15038,7 +19604,22 @@ log_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-log_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    log_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, log_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+log_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15064,7 +19645,22 @@ log_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-log_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    log_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, log_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+log_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15088,6 +19684,22 @@ log_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+YT_PW_CLONES
+static void
+log_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    log_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, log_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_log(yt_tensor *result, yt_tensor *self)
 {
@@ -15095,13 +19707,13 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f16, log_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_bf16, log_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f32, log_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f64, log_blocks_f64, scalars);
     default:
         break;
     }
@@ -15111,8 +19723,8 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
 
 /* ---- sqrt: sqrt(self)   (ops.yaml:430) */
 
-static void
-sqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+sqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15138,7 +19750,21 @@ sqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-sqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sqrt_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sqrt_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sqrt_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sqrt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15164,7 +19790,21 @@ sqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-sqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    sqrt_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sqrt_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sqrt_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sqrt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15189,7 +19829,21 @@ sqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-sqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sqrt_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, sqrt_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sqrt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15213,6 +19867,20 @@ sqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+static void
+sqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sqrt_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, sqrt_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
 {
@@ -15220,13 +19888,13 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f16, sqrt_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_bf16, sqrt_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f32, sqrt_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f64, sqrt_blocks_f64, scalars);
     default:
         break;
     }
@@ -15236,8 +19904,8 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
 
 /* ---- relu: 0 if self < 0 else self   (ops.yaml:439) */
 
-static void
-relu_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+relu_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15262,7 +19930,21 @@ relu_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-relu_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+relu_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    relu_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, relu_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+relu_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15287,7 +19969,21 @@ relu_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-relu_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+relu_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    relu_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, relu_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+relu_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15312,7 +20008,21 @@ relu_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-relu_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+relu_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    relu_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, relu_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+relu_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15337,7 +20047,21 @@ relu_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-relu_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+relu_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    relu_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, relu_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+relu_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15362,7 +20086,21 @@ relu_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-relu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+relu_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    relu_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, relu_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+relu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15388,7 +20126,21 @@ relu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+relu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    relu_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, relu_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+relu_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15414,7 +20166,21 @@ relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-relu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    relu_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, relu_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+relu_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15439,7 +20205,21 @@ relu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-relu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+relu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    relu_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, relu_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+relu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -15463,6 +20243,20 @@ relu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+static void
+relu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    relu_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+relu_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, relu_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_relu(yt_tensor *result, yt_tensor *self)
 {
@@ -15470,23 +20264,23 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, relu_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_u8, relu_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, relu_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i8, relu_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, relu_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i16, relu_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, relu_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i32, relu_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, relu_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i64, relu_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, relu_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f16, relu_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, relu_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_bf16, relu_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, relu_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f32, relu_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, relu_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f64, relu_blocks_f64, scalars);
     default:
         break;
     }
@@ -15496,8 +20290,8 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
 
 /* ---- threshold_backward: 0 if self <= threshold else grad_output   (ops.yaml:447) */
 
-static void
-threshold_backward_loop_u8(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+threshold_backward_rows_u8(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15548,7 +20342,21 @@ threshold_backward_loop_u8(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-threshold_backward_loop_i8(char **data, const int64_t *strides, int64_t n,
+threshold_backward_loop_u8(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+threshold_backward_rows_i8(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15599,7 +20407,21 @@ threshold_backward_loop_i8(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-threshold_backward_loop_i16(char **data, const int64_t *strides, int64_t n,
+threshold_backward_loop_i8(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+threshold_backward_rows_i16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15650,7 +20472,21 @@ threshold_backward_loop_i16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-threshold_backward_loop_i32(char **data, const int64_t *strides, int64_t n,
+threshold_backward_loop_i16(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+threshold_backward_rows_i32(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15701,7 +20537,21 @@ threshold_backward_loop_i32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-threshold_backward_loop_i64(char **data, const int64_t *strides, int64_t n,
+threshold_backward_loop_i32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+threshold_backward_rows_i64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15752,7 +20602,21 @@ threshold_backward_loop_i64(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-threshold_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
+threshold_backward_loop_i64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+threshold_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15804,7 +20668,21 @@ threshold_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-threshold_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
+threshold_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+threshold_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15856,7 +20734,21 @@ threshold_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-threshold_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
+threshold_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+threshold_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15907,7 +20799,21 @@ threshold_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-threshold_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
+threshold_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+threshold_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -15957,6 +20863,20 @@ threshold_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+static void
+threshold_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    threshold_backward_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+threshold_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, threshold_backward_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                            yt_scalar threshold)
@@ -15967,23 +20887,32 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_u8,
+                             threshold_backward_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i8,
+                             threshold_backward_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i16,
+                             threshold_backward_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i32,
+                             threshold_backward_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_i64,
+                             threshold_backward_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f16,
+                             threshold_backward_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_bf16,
+                             threshold_backward_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f32,
+                             threshold_backward_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f64,
+                             threshold_backward_blocks_f64, scalars);
     default:
         break;
     }
@@ -15993,9 +20922,8 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
 
 /* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:460) */
 
-YT_PW_CLONES
-static void
-sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+sigmoid_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16022,7 +20950,22 @@ sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT_PW_CLONES
 static void
-sigmoid_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    sigmoid_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+sigmoid_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sigmoid_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sigmoid_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16049,7 +20992,22 @@ sigmoid_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT_PW_CLONES
 static void
-sigmoid_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sigmoid_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    sigmoid_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+sigmoid_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sigmoid_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sigmoid_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16075,7 +21033,22 @@ sigmoid_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT_PW_CLONES
 static void
-sigmoid_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sigmoid_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    sigmoid_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+sigmoid_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, sigmoid_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sigmoid_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16099,6 +21072,22 @@ sigmoid_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT_PW_CLONES
+static void
+sigmoid_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    sigmoid_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+sigmoid_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, sigmoid_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
 {
@@ -16106,13 +21095,13 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_f16, sigmoid_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_bf16, sigmoid_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_f32, sigmoid_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_f64, sigmoid_blocks_f64, scalars);
     default:
         break;
     }
@@ -16122,9 +21111,8 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
 
 /* ---- tanh: tanh(self)   (ops.yaml:468) */
 
-YT_PW_CLONES
-static void
-tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+tanh_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16151,7 +21139,22 @@ tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-tanh_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    tanh_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+tanh_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, tanh_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+tanh_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16178,7 +21181,22 @@ tanh_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 
 YT_PW_CLONES
 static void
-tanh_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+tanh_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    tanh_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+tanh_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, tanh_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+tanh_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16204,7 +21222,22 @@ tanh_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-tanh_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+tanh_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    tanh_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+tanh_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, tanh_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+tanh_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16228,6 +21261,22 @@ tanh_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+YT_PW_CLONES
+static void
+tanh_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    tanh_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+tanh_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, tanh_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
 {
@@ -16235,13 +21284,13 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, tanh_loop_f16, tanh_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, tanh_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, tanh_loop_bf16, tanh_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, tanh_loop_f32, tanh_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, tanh_loop_f64, tanh_blocks_f64, scalars);
     default:
         break;
     }
@@ -16251,9 +21300,8 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
 
 /* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:476) */
 
-YT_PW_CLONES
-static void
-softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+softplus_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -16284,7 +21332,22 @@ softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT_PW_CLONES
 static void
-softplus_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    softplus_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+softplus_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, softplus_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+softplus_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -16315,7 +21378,22 @@ softplus_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t
 
 YT_PW_CLONES
 static void
-softplus_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+softplus_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    softplus_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+softplus_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, softplus_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+softplus_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -16345,7 +21423,22 @@ softplus_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT_PW_CLONES
 static void
-softplus_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+softplus_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    softplus_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+softplus_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, softplus_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+softplus_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -16373,6 +21466,22 @@ softplus_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT_PW_CLONES
+static void
+softplus_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    softplus_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+softplus_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, softplus_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -16383,13 +21492,13 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, softplus_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, softplus_loop_f16, softplus_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, softplus_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, softplus_loop_bf16, softplus_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, softplus_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, softplus_loop_f32, softplus_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, softplus_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, softplus_loop_f64, softplus_blocks_f64, scalars);
     default:
         break;
     }
@@ -16399,8 +21508,8 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
 
 /* ---- clone: self   (ops.yaml:483) */
 
-static void
-clone_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+clone_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16425,7 +21534,21 @@ clone_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-clone_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    clone_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, clone_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16450,7 +21573,21 @@ clone_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-clone_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    clone_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, clone_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16475,7 +21612,21 @@ clone_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-clone_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    clone_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, clone_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16500,7 +21651,21 @@ clone_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clone_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clone_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, clone_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16525,7 +21690,21 @@ clone_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clone_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clone_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, clone_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16550,7 +21729,21 @@ clone_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clone_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clone_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, clone_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16576,7 +21769,21 @@ clone_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clone_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clone_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clone_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16602,7 +21809,21 @@ clone_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-clone_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    clone_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clone_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16627,7 +21848,21 @@ clone_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-clone_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+clone_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clone_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, clone_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+clone_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16651,6 +21886,20 @@ clone_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+static void
+clone_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    clone_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clone_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, clone_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_clone(yt_tensor *result, yt_tensor *self)
 {
@@ -16658,25 +21907,25 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, clone_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_bool, clone_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clone_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_u8, clone_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clone_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i8, clone_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clone_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i16, clone_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clone_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i32, clone_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clone_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i64, clone_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clone_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_f16, clone_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clone_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_bf16, clone_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clone_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_f32, clone_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clone_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_f64, clone_blocks_f64, scalars);
     default:
         break;
     }
@@ -16686,8 +21935,8 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
 
 /* ---- abs: abs(self)   (ops.yaml:498) */
 
-static void
-abs_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+abs_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16712,7 +21961,21 @@ abs_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-abs_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+abs_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    abs_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, abs_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+abs_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16737,7 +22000,21 @@ abs_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-abs_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+abs_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    abs_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, abs_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+abs_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16762,7 +22039,21 @@ abs_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-abs_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+abs_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    abs_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, abs_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+abs_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16787,7 +22078,21 @@ abs_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-abs_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+abs_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    abs_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, abs_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+abs_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16812,7 +22117,21 @@ abs_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-abs_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+abs_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    abs_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, abs_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+abs_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16838,7 +22157,21 @@ abs_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-abs_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+abs_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    abs_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, abs_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+abs_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16864,7 +22197,21 @@ abs_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-abs_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+abs_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    abs_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, abs_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+abs_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16889,7 +22236,21 @@ abs_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-abs_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+abs_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    abs_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, abs_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+abs_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16913,6 +22274,20 @@ abs_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+static void
+abs_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    abs_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+abs_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, abs_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_abs(yt_tensor *result, yt_tensor *self)
 {
@@ -16920,23 +22295,23 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, abs_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_u8, abs_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, abs_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i8, abs_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, abs_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i16, abs_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, abs_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i32, abs_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, abs_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i64, abs_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, abs_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f16, abs_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, abs_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_bf16, abs_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, abs_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f32, abs_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, abs_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f64, abs_blocks_f64, scalars);
     default:
         break;
     }
@@ -16946,8 +22321,8 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
 
 /* ---- sign: sign(self)   (ops.yaml:506) */
 
-static void
-sign_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+sign_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16972,7 +22347,21 @@ sign_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-sign_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    sign_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, sign_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -16997,7 +22386,21 @@ sign_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-sign_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sign_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, sign_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17022,7 +22425,21 @@ sign_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-sign_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sign_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, sign_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17047,7 +22464,21 @@ sign_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-sign_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sign_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, sign_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17072,7 +22503,21 @@ sign_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-sign_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sign_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, sign_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17097,7 +22542,21 @@ sign_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-sign_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sign_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, sign_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17123,7 +22582,21 @@ sign_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-sign_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sign_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sign_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17149,7 +22622,21 @@ sign_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-sign_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    sign_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sign_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17174,7 +22661,21 @@ sign_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-sign_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sign_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sign_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, sign_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sign_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17198,6 +22699,20 @@ sign_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+static void
+sign_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sign_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+sign_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, sign_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_sign(yt_tensor *result, yt_tensor *self)
 {
@@ -17205,25 +22720,25 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, sign_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_bool, sign_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, sign_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_u8, sign_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, sign_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i8, sign_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, sign_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i16, sign_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, sign_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i32, sign_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, sign_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i64, sign_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sign_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f16, sign_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sign_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_bf16, sign_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sign_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f32, sign_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sign_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f64, sign_blocks_f64, scalars);
     default:
         break;
     }
@@ -17233,8 +22748,8 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
 
 /* ---- square: self * self   (ops.yaml:513) */
 
-static void
-square_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+square_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17259,7 +22774,21 @@ square_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-square_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    square_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, square_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17284,7 +22813,21 @@ square_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-square_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    square_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, square_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17309,7 +22852,21 @@ square_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-square_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    square_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, square_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17334,7 +22891,21 @@ square_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-square_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    square_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, square_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17359,7 +22930,21 @@ square_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-square_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    square_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, square_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17384,7 +22969,21 @@ square_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-square_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    square_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, square_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17410,7 +23009,21 @@ square_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-square_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    square_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, square_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17436,7 +23049,21 @@ square_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-square_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    square_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, square_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17461,7 +23088,21 @@ square_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-square_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+square_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    square_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, square_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+square_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17485,6 +23126,20 @@ square_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+static void
+square_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    square_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+square_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, square_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_square(yt_tensor *result, yt_tensor *self)
 {
@@ -17492,25 +23147,25 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, square_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_bool, square_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, square_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_u8, square_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, square_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_i8, square_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, square_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_i16, square_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, square_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_i32, square_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, square_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_i64, square_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, square_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_f16, square_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, square_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_bf16, square_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, square_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_f32, square_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, square_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_f64, square_blocks_f64, scalars);
     default:
         break;
     }
@@ -17520,8 +23175,8 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
 
 /* ---- reciprocal: 1 / self   (ops.yaml:522) */
 
-static void
-reciprocal_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+reciprocal_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17547,7 +23202,21 @@ reciprocal_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-reciprocal_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+reciprocal_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    reciprocal_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+reciprocal_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, reciprocal_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+reciprocal_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17573,7 +23242,21 @@ reciprocal_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-reciprocal_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+reciprocal_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    reciprocal_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+reciprocal_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, reciprocal_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+reciprocal_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17598,7 +23281,21 @@ reciprocal_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-reciprocal_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+reciprocal_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    reciprocal_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+reciprocal_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, reciprocal_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+reciprocal_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17622,6 +23319,20 @@ reciprocal_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+static void
+reciprocal_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    reciprocal_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+reciprocal_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, reciprocal_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
 {
@@ -17629,13 +23340,17 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, reciprocal_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_f16, reciprocal_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, reciprocal_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_bf16, reciprocal_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, reciprocal_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_f32, reciprocal_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, reciprocal_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_f64, reciprocal_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -17645,8 +23360,8 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
 
 /* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:531) */
 
-static void
-rsqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+rsqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17672,7 +23387,21 @@ rsqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-rsqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    rsqrt_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsqrt_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, rsqrt_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsqrt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17698,7 +23427,21 @@ rsqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-rsqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    rsqrt_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsqrt_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, rsqrt_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsqrt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17723,7 +23466,21 @@ rsqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-rsqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+rsqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    rsqrt_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, rsqrt_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+rsqrt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17747,6 +23504,20 @@ rsqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+static void
+rsqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    rsqrt_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+rsqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, rsqrt_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
 {
@@ -17754,13 +23525,13 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f16, rsqrt_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_bf16, rsqrt_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, rsqrt_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, rsqrt_blocks_f64, scalars);
     default:
         break;
     }
@@ -17770,9 +23541,8 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
 
 /* ---- expm1: expm1(self)   (ops.yaml:540) */
 
-YT_PW_CLONES
-static void
-expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+expm1_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17799,7 +23569,22 @@ expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 
 YT_PW_CLONES
 static void
-expm1_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    expm1_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+expm1_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, expm1_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+expm1_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17826,7 +23611,22 @@ expm1_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT_PW_CLONES
 static void
-expm1_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+expm1_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    expm1_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+expm1_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, expm1_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+expm1_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17852,7 +23652,22 @@ expm1_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 
 YT_PW_CLONES
 static void
-expm1_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+expm1_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    expm1_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+expm1_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, expm1_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+expm1_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17876,6 +23691,22 @@ expm1_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+YT_PW_CLONES
+static void
+expm1_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    expm1_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+expm1_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, expm1_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
 {
@@ -17883,13 +23714,13 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, expm1_loop_f16, expm1_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, expm1_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, expm1_loop_bf16, expm1_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, expm1_loop_f32, expm1_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, expm1_loop_f64, expm1_blocks_f64, scalars);
     default:
         break;
     }
@@ -17899,9 +23730,8 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
 
 /* ---- log1p: log1p(self)   (ops.yaml:548) */
 
-YT_PW_CLONES
-static void
-log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+log1p_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17928,7 +23758,22 @@ log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 
 YT_PW_CLONES
 static void
-log1p_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    log1p_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log1p_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, log1p_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+log1p_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17955,7 +23800,22 @@ log1p_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT_PW_CLONES
 static void
-log1p_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log1p_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    log1p_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log1p_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, log1p_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+log1p_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -17981,7 +23841,22 @@ log1p_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 
 YT_PW_CLONES
 static void
-log1p_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log1p_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    log1p_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log1p_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, log1p_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+log1p_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18005,6 +23880,22 @@ log1p_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+YT_PW_CLONES
+static void
+log1p_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    log1p_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log1p_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, log1p_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
 {
@@ -18012,13 +23903,13 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, log1p_loop_f16, log1p_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log1p_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, log1p_loop_bf16, log1p_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, log1p_loop_f32, log1p_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, log1p_loop_f64, log1p_blocks_f64, scalars);
     default:
         break;
     }
@@ -18028,9 +23919,8 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
 
 /* ---- log2: log2(self)   (ops.yaml:557) */
 
-YT_PW_CLONES
-static void
-log2_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+log2_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18057,7 +23947,22 @@ log2_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-log2_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log2_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    log2_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log2_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, log2_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+log2_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18084,7 +23989,22 @@ log2_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 
 YT_PW_CLONES
 static void
-log2_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log2_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    log2_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log2_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, log2_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+log2_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18110,7 +24030,22 @@ log2_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-log2_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+log2_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    log2_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log2_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, log2_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+log2_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18134,6 +24069,22 @@ log2_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+YT_PW_CLONES
+static void
+log2_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    log2_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+log2_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, log2_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_log2(yt_tensor *result, yt_tensor *self)
 {
@@ -18141,13 +24092,13 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log2_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, log2_loop_f16, log2_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log2_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, log2_loop_bf16, log2_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log2_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, log2_loop_f32, log2_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log2_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, log2_loop_f64, log2_blocks_f64, scalars);
     default:
         break;
     }
@@ -18157,9 +24108,8 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
 
 /* ---- sin: sin(self)   (ops.yaml:566) */
 
-YT_PW_CLONES
-static void
-sin_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+sin_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18186,7 +24136,22 @@ sin_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-sin_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sin_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sin_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+sin_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sin_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sin_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18213,7 +24178,22 @@ sin_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-sin_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sin_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    sin_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+sin_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, sin_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+sin_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18239,7 +24219,22 @@ sin_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-sin_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+sin_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sin_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+sin_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, sin_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+sin_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18263,6 +24258,22 @@ sin_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+YT_PW_CLONES
+static void
+sin_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    sin_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+sin_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, sin_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_sin(yt_tensor *result, yt_tensor *self)
 {
@@ -18270,13 +24281,13 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sin_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f16, sin_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sin_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_bf16, sin_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sin_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f32, sin_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sin_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f64, sin_blocks_f64, scalars);
     default:
         break;
     }
@@ -18286,9 +24297,8 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
 
 /* ---- cos: cos(self)   (ops.yaml:574) */
 
-YT_PW_CLONES
-static void
-cos_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+cos_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18315,7 +24325,22 @@ cos_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-cos_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+cos_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    cos_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+cos_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, cos_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+cos_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18342,7 +24367,22 @@ cos_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-cos_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+cos_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    cos_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+cos_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, cos_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+cos_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18368,7 +24408,22 @@ cos_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-cos_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+cos_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    cos_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+cos_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, cos_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+cos_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18392,6 +24447,22 @@ cos_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+YT_PW_CLONES
+static void
+cos_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    cos_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+cos_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, cos_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_cos(yt_tensor *result, yt_tensor *self)
 {
@@ -18399,13 +24470,13 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, cos_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f16, cos_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, cos_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_bf16, cos_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, cos_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f32, cos_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, cos_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f64, cos_blocks_f64, scalars);
     default:
         break;
     }
@@ -18415,9 +24486,8 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
 
 /* ---- erf: erf(self)   (ops.yaml:582) */
 
-YT_PW_CLONES
-static void
-erf_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+erf_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18444,7 +24514,22 @@ erf_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-erf_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+erf_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    erf_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+erf_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, erf_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+erf_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18471,7 +24556,22 @@ erf_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-erf_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+erf_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    erf_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+erf_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, erf_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+erf_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18497,7 +24597,22 @@ erf_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-erf_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+erf_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    erf_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+erf_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, erf_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+erf_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18521,6 +24636,22 @@ erf_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+YT_PW_CLONES
+static void
+erf_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    erf_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+erf_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, erf_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_erf(yt_tensor *result, yt_tensor *self)
 {
@@ -18528,13 +24659,13 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, erf_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f16, erf_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, erf_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_bf16, erf_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, erf_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f32, erf_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, erf_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f64, erf_blocks_f64, scalars);
     default:
         break;
     }
@@ -18544,8 +24675,8 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
 
 /* ---- floor: floor(self)   (ops.yaml:590) */
 
-static void
-floor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+floor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18570,7 +24701,21 @@ floor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-floor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    floor_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, floor_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18595,7 +24740,21 @@ floor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-floor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    floor_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, floor_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18620,7 +24779,21 @@ floor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-floor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    floor_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, floor_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18645,7 +24818,21 @@ floor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-floor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    floor_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, floor_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18670,7 +24857,21 @@ floor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-floor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    floor_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, floor_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18696,7 +24897,21 @@ floor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-floor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    floor_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, floor_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18722,7 +24937,21 @@ floor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-floor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    floor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, floor_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18747,7 +24976,21 @@ floor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-floor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+floor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    floor_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, floor_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+floor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18771,6 +25014,20 @@ floor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+static void
+floor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    floor_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+floor_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, floor_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_floor(yt_tensor *result, yt_tensor *self)
 {
@@ -18778,23 +25035,23 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, floor_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_u8, floor_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, floor_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i8, floor_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, floor_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i16, floor_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, floor_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i32, floor_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, floor_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i64, floor_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, floor_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_f16, floor_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, floor_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_bf16, floor_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, floor_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_f32, floor_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, floor_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_f64, floor_blocks_f64, scalars);
     default:
         break;
     }
@@ -18804,8 +25061,8 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
 
 /* ---- ceil: ceil(self)   (ops.yaml:597) */
 
-static void
-ceil_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+ceil_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18830,7 +25087,21 @@ ceil_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-ceil_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ceil_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    ceil_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, ceil_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ceil_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18855,7 +25126,21 @@ ceil_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-ceil_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ceil_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    ceil_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, ceil_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ceil_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18880,7 +25165,21 @@ ceil_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-ceil_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ceil_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    ceil_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, ceil_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ceil_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18905,7 +25204,21 @@ ceil_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-ceil_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ceil_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    ceil_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, ceil_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ceil_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18930,7 +25243,21 @@ ceil_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-ceil_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ceil_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    ceil_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, ceil_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+ceil_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18956,7 +25283,21 @@ ceil_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-ceil_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ceil_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    ceil_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, ceil_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ceil_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -18982,7 +25323,21 @@ ceil_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-ceil_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ceil_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    ceil_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, ceil_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ceil_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19007,7 +25362,21 @@ ceil_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-ceil_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ceil_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    ceil_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, ceil_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ceil_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19031,6 +25400,20 @@ ceil_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+static void
+ceil_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    ceil_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ceil_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, ceil_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
 {
@@ -19038,23 +25421,23 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ceil_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_u8, ceil_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i8, ceil_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i16, ceil_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i32, ceil_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i64, ceil_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f16, ceil_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_bf16, ceil_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f32, ceil_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f64, ceil_blocks_f64, scalars);
     default:
         break;
     }
@@ -19064,8 +25447,8 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
 
 /* ---- round: nearbyint(self)   (ops.yaml:604) */
 
-static void
-round_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+round_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19090,7 +25473,21 @@ round_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-round_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+round_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    round_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, round_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+round_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19115,7 +25512,21 @@ round_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-round_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+round_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    round_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, round_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+round_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19140,7 +25551,21 @@ round_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-round_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+round_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    round_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, round_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+round_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19165,7 +25590,21 @@ round_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-round_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+round_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    round_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, round_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+round_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19190,7 +25629,21 @@ round_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-round_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+round_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    round_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, round_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+round_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19216,7 +25669,21 @@ round_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-round_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+round_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    round_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, round_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+round_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19242,7 +25709,21 @@ round_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-round_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+round_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    round_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, round_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+round_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19267,7 +25748,21 @@ round_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-round_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+round_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    round_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, round_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+round_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19291,6 +25786,20 @@ round_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+static void
+round_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    round_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+round_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, round_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_round(yt_tensor *result, yt_tensor *self)
 {
@@ -19298,23 +25807,23 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, round_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_u8, round_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, round_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i8, round_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, round_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i16, round_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, round_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i32, round_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, round_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i64, round_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, round_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_f16, round_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, round_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_bf16, round_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, round_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_f32, round_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, round_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_f64, round_blocks_f64, scalars);
     default:
         break;
     }
@@ -19324,8 +25833,8 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
 
 /* ---- trunc: trunc(self)   (ops.yaml:611) */
 
-static void
-trunc_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+trunc_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19350,7 +25859,21 @@ trunc_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-trunc_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+trunc_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    trunc_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, trunc_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+trunc_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19375,7 +25898,21 @@ trunc_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-trunc_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+trunc_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    trunc_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, trunc_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+trunc_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19400,7 +25937,21 @@ trunc_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-trunc_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+trunc_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    trunc_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, trunc_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+trunc_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19425,7 +25976,21 @@ trunc_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-trunc_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+trunc_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    trunc_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, trunc_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+trunc_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19450,7 +26015,21 @@ trunc_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-trunc_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+trunc_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    trunc_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, trunc_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+trunc_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19476,7 +26055,21 @@ trunc_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-trunc_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+trunc_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    trunc_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, trunc_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+trunc_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19502,7 +26095,21 @@ trunc_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-trunc_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+trunc_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    trunc_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, trunc_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+trunc_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19527,7 +26134,21 @@ trunc_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-trunc_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+trunc_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    trunc_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, trunc_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+trunc_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -19551,6 +26172,20 @@ trunc_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+static void
+trunc_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    trunc_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+trunc_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, trunc_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
 {
@@ -19558,23 +26193,23 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, trunc_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_u8, trunc_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i8, trunc_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i16, trunc_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i32, trunc_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i64, trunc_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_f16, trunc_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_bf16, trunc_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_f32, trunc_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_f64, trunc_blocks_f64, scalars);
     default:
         break;
     }
@@ -19584,8 +26219,8 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
 
 /* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:618) */
 
-static void
-leaky_relu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+leaky_relu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19612,7 +26247,21 @@ leaky_relu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-leaky_relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+leaky_relu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    leaky_relu_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+leaky_relu_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, leaky_relu_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+leaky_relu_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19639,7 +26288,21 @@ leaky_relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-leaky_relu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+leaky_relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    leaky_relu_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+leaky_relu_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, leaky_relu_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+leaky_relu_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19665,7 +26328,21 @@ leaky_relu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-leaky_relu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+leaky_relu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    leaky_relu_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+leaky_relu_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, leaky_relu_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+leaky_relu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19690,6 +26367,20 @@ leaky_relu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+static void
+leaky_relu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    leaky_relu_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+leaky_relu_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, leaky_relu_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -19699,13 +26390,17 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f16, leaky_relu_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, leaky_relu_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_bf16, leaky_relu_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f32, leaky_relu_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f64, leaky_relu_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -19715,8 +26410,8 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
 
 /* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:626) */
 
-static void
-leaky_relu_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+leaky_relu_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19772,7 +26467,21 @@ leaky_relu_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-leaky_relu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
+leaky_relu_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    leaky_relu_backward_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+leaky_relu_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+leaky_relu_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19828,7 +26537,21 @@ leaky_relu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-leaky_relu_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
+leaky_relu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    leaky_relu_backward_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+leaky_relu_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+leaky_relu_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19883,7 +26606,21 @@ leaky_relu_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-leaky_relu_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
+leaky_relu_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    leaky_relu_backward_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+leaky_relu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+leaky_relu_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19937,6 +26674,20 @@ leaky_relu_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+static void
+leaky_relu_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    leaky_relu_backward_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+leaky_relu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                             yt_scalar negative_slope)
@@ -19947,13 +26698,17 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f16,
+                             leaky_relu_backward_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_bf16,
+                             leaky_relu_backward_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f32,
+                             leaky_relu_backward_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f64,
+                             leaky_relu_backward_blocks_f64, scalars);
     default:
         break;
     }
@@ -19963,9 +26718,8 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
 
 /* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:637) */
 
-YT_PW_CLONES
-static void
-elu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+elu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -19998,7 +26752,22 @@ elu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-elu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+elu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    elu_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+elu_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, elu_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+elu_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -20031,7 +26800,22 @@ elu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-elu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+elu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    elu_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+elu_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, elu_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+elu_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -20063,7 +26847,22 @@ elu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 
 YT_PW_CLONES
 static void
-elu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+elu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    elu_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+elu_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, elu_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+elu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -20093,6 +26892,22 @@ elu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
     }
 }
 
+YT_PW_CLONES
+static void
+elu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    elu_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+elu_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, elu_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
             yt_scalar input_scale)
@@ -20105,13 +26920,13 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, elu_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f16, elu_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, elu_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_bf16, elu_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, elu_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f32, elu_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, elu_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f64, elu_blocks_f64, scalars);
     default:
         break;
     }
@@ -20121,9 +26936,8 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
 
 /* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:645) */
 
-YT_PW_CLONES
-static void
-elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+elu_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -20190,7 +27004,22 @@ elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const int6
 
 YT_PW_CLONES
 static void
-elu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    elu_backward_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+elu_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, elu_backward_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+elu_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -20257,7 +27086,22 @@ elu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const int
 
 YT_PW_CLONES
 static void
-elu_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+elu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    elu_backward_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+elu_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, elu_backward_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+elu_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -20323,7 +27167,22 @@ elu_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const int6
 
 YT_PW_CLONES
 static void
-elu_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+elu_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    elu_backward_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+elu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, elu_backward_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+elu_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -20387,6 +27246,22 @@ elu_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT_PW_CLONES
+static void
+elu_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    elu_backward_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+elu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, elu_backward_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
                      yt_scalar input_scale, yt_tensor *self)
@@ -20399,13 +27274,17 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, elu_backward_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, elu_backward_loop_f16, elu_backward_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, elu_backward_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, elu_backward_loop_bf16, elu_backward_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, elu_backward_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, elu_backward_loop_f32, elu_backward_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, elu_backward_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, elu_backward_loop_f64, elu_backward_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -20415,9 +27294,8 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
 
 /* ---- silu: self / (1 + exp(-self))   (ops.yaml:656) */
 
-YT_PW_CLONES
-static void
-silu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+silu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20444,7 +27322,22 @@ silu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-silu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+silu_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    silu_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+silu_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, silu_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+silu_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20471,7 +27364,22 @@ silu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 
 YT_PW_CLONES
 static void
-silu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+silu_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    silu_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+silu_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, silu_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+silu_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20497,7 +27405,22 @@ silu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 
 YT_PW_CLONES
 static void
-silu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+silu_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    silu_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+silu_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, silu_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+silu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20521,6 +27444,22 @@ silu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row
     }
 }
 
+YT_PW_CLONES
+static void
+silu_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    silu_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+silu_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, silu_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_silu(yt_tensor *result, yt_tensor *self)
 {
@@ -20528,13 +27467,13 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, silu_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, silu_loop_f16, silu_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, silu_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, silu_loop_bf16, silu_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, silu_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, silu_loop_f32, silu_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, silu_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, silu_loop_f64, silu_blocks_f64, scalars);
     default:
         break;
     }
@@ -20544,8 +27483,8 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
 
 /* ---- isnan: isnan(self)   (ops.yaml:663) */
 
-static void
-isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+isnan_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20570,7 +27509,21 @@ isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-isnan_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    isnan_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, isnan_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20595,7 +27548,21 @@ isnan_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-isnan_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    isnan_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, isnan_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20620,7 +27587,21 @@ isnan_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-isnan_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    isnan_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, isnan_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20645,7 +27626,21 @@ isnan_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-isnan_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    isnan_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, isnan_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20670,7 +27665,21 @@ isnan_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-isnan_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    isnan_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, isnan_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20695,7 +27704,21 @@ isnan_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-isnan_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    isnan_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, isnan_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20721,7 +27744,21 @@ isnan_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-isnan_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    isnan_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, isnan_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20747,7 +27784,21 @@ isnan_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-isnan_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    isnan_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, isnan_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20772,7 +27823,21 @@ isnan_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-isnan_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isnan_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    isnan_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, isnan_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+isnan_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20796,6 +27861,20 @@ isnan_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+static void
+isnan_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    isnan_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isnan_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, isnan_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
 {
@@ -20803,25 +27882,25 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, isnan_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_bool, isnan_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, isnan_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_u8, isnan_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i8, isnan_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i16, isnan_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i32, isnan_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i64, isnan_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_f16, isnan_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_bf16, isnan_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_f32, isnan_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_f64, isnan_blocks_f64, scalars);
     default:
         break;
     }
@@ -20831,8 +27910,8 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
 
 /* ---- isfinite: isfinite(self)   (ops.yaml:672) */
 
-static void
-isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+isfinite_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20857,7 +27936,21 @@ isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-isfinite_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    isfinite_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20882,7 +27975,21 @@ isfinite_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-isfinite_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    isfinite_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20907,7 +28014,21 @@ isfinite_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *
 }
 
 static void
-isfinite_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    isfinite_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20932,7 +28053,21 @@ isfinite_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-isfinite_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    isfinite_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20957,7 +28092,21 @@ isfinite_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-isfinite_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    isfinite_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -20982,7 +28131,21 @@ isfinite_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-isfinite_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    isfinite_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21008,7 +28171,21 @@ isfinite_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-isfinite_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    isfinite_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21034,7 +28211,21 @@ isfinite_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-isfinite_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    isfinite_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21059,7 +28250,21 @@ isfinite_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-isfinite_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+isfinite_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    isfinite_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+isfinite_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21083,6 +28288,20 @@ isfinite_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+static void
+isfinite_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    isfinite_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+isfinite_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, isfinite_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
 {
@@ -21090,25 +28309,25 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_bool, isfinite_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_u8, isfinite_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i8, isfinite_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i16, isfinite_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i32, isfinite_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i64, isfinite_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f16, isfinite_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_bf16, isfinite_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f32, isfinite_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f64, isfinite_blocks_f64, scalars);
     default:
         break;
     }
@@ -21118,9 +28337,8 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
 
 /* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:681) */
 
-YT_PW_CLONES
-static void
-gelu_loop_f16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+gelu_rows_f16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21140,6 +28358,54 @@ gelu_loop_f16_none(char **data, const int64_t *strides, int64_t n, const int64_t
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self * yt__pw_normal_cdf_f(self);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+YT_PW_CLONES
+static void
+gelu_loop_f16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gelu_rows_f16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_blocks_f16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, gelu_rows_f16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_rows_f16_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value =
+                    ((float)0.5 * self) *
+                    ((float)1 + tanhf((float)0.7978845608028654 *
+                                      (self + ((((float)0.044715 * self) * self) * self))));
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -21150,37 +28416,19 @@ static void
 gelu_loop_f16_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
-    (void)ctx;
-    for (int64_t r = 0; r < rows; r++) {
-        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
-        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value =
-                    ((float)0.5 * self) *
-                    ((float)1 + tanhf((float)0.7978845608028654 *
-                                      (self + ((((float)0.044715 * self) * self) * self))));
-                out[i] = yt__f32_to_f16(out_value);
-            }
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            const float self =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value =
-                ((float)0.5 * self) *
-                ((float)1 + tanhf((float)0.7978845608028654 *
-                                  (self + ((((float)0.044715 * self) * self) * self))));
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
-        }
-    }
+    gelu_rows_f16_tanh(data, strides, n, row_strides, rows, ctx);
 }
 
 YT_PW_CLONES
 static void
-gelu_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gelu_blocks_f16_tanh(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, gelu_rows_f16_tanh, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_rows_bf16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21200,6 +28448,54 @@ gelu_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const int64_
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self * yt__pw_normal_cdf_f(self);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+YT_PW_CLONES
+static void
+gelu_loop_bf16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    gelu_rows_bf16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, gelu_rows_bf16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_rows_bf16_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value =
+                    ((float)0.5 * self) *
+                    ((float)1 + tanhf((float)0.7978845608028654 *
+                                      (self + ((((float)0.044715 * self) * self) * self))));
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -21210,37 +28506,19 @@ static void
 gelu_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    (void)ctx;
-    for (int64_t r = 0; r < rows; r++) {
-        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
-        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value =
-                    ((float)0.5 * self) *
-                    ((float)1 + tanhf((float)0.7978845608028654 *
-                                      (self + ((((float)0.044715 * self) * self) * self))));
-                out[i] = yt__f32_to_bf16(out_value);
-            }
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            const float self =
-                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value =
-                ((float)0.5 * self) *
-                ((float)1 + tanhf((float)0.7978845608028654 *
-                                  (self + ((((float)0.044715 * self) * self) * self))));
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
-        }
-    }
+    gelu_rows_bf16_tanh(data, strides, n, row_strides, rows, ctx);
 }
 
 YT_PW_CLONES
 static void
-gelu_loop_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gelu_blocks_bf16_tanh(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, gelu_rows_bf16_tanh, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_rows_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21266,7 +28544,22 @@ gelu_loop_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t
 
 YT_PW_CLONES
 static void
-gelu_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gelu_loop_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gelu_rows_f32_none(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_blocks_f32_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, gelu_rows_f32_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_rows_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21298,7 +28591,22 @@ gelu_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t
 
 YT_PW_CLONES
 static void
-gelu_loop_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gelu_loop_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gelu_rows_f32_tanh(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, gelu_rows_f32_tanh, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_rows_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21324,7 +28632,22 @@ gelu_loop_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t
 
 YT_PW_CLONES
 static void
-gelu_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gelu_loop_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gelu_rows_f64_none(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_blocks_f64_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, gelu_rows_f64_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_rows_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21354,6 +28677,22 @@ gelu_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t
     }
 }
 
+YT_PW_CLONES
+static void
+gelu_loop_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gelu_rows_f64_tanh(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, gelu_rows_f64_tanh, ctx);
+}
+
 yt_status
 yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
 {
@@ -21362,27 +28701,35 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
     switch (self->dtype) {
     case YT_DTYPE_F16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f16_none, scalars);
+            return yt__pointwise(result, 1, inputs, gelu_loop_f16_none, gelu_blocks_f16_none,
+                                 scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f16_tanh, scalars);
+            return yt__pointwise(result, 1, inputs, gelu_loop_f16_tanh, gelu_blocks_f16_tanh,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_bf16_none, scalars);
+            return yt__pointwise(result, 1, inputs, gelu_loop_bf16_none, gelu_blocks_bf16_none,
+                                 scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_bf16_tanh, scalars);
+            return yt__pointwise(result, 1, inputs, gelu_loop_bf16_tanh, gelu_blocks_bf16_tanh,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f32_none, scalars);
+            return yt__pointwise(result, 1, inputs, gelu_loop_f32_none, gelu_blocks_f32_none,
+                                 scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f32_tanh, scalars);
+            return yt__pointwise(result, 1, inputs, gelu_loop_f32_tanh, gelu_blocks_f32_tanh,
+                                 scalars);
         break;
     case YT_DTYPE_F64:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f64_none, scalars);
+            return yt__pointwise(result, 1, inputs, gelu_loop_f64_none, gelu_blocks_f64_none,
+                                 scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f64_tanh, scalars);
+            return yt__pointwise(result, 1, inputs, gelu_loop_f64_tanh, gelu_blocks_f64_tanh,
+                                 scalars);
         break;
     default:
         break;
@@ -21393,9 +28740,8 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
 
 /* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:695) */
 
-YT_PW_CLONES
-static void
-gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+gelu_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21451,6 +28797,117 @@ gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n,
             const float out_value =
                 grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
                                                             expf(((-(float)0.5) * self) * self)));
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+YT_PW_CLONES
+static void
+gelu_backward_loop_f16_none(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    gelu_backward_rows_f16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_backward_blocks_f16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, gelu_backward_rows_f16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_backward_rows_f16_tanh(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value =
+                    grad_output *
+                    (((float)0.5 *
+                      ((float)1 + tanhf((float)0.7978845608028654 *
+                                        (self + ((((float)0.044715 * self) * self) * self))))) +
+                     (((((float)0.5 * self) *
+                        ((float)1 - (tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self))) *
+                                     tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
+                       (float)0.7978845608028654) *
+                      ((float)1 + (((float)0.134145 * self) * self))));
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value =
+                    grad_output *
+                    (((float)0.5 *
+                      ((float)1 + tanhf((float)0.7978845608028654 *
+                                        (self + ((((float)0.044715 * self) * self) * self))))) +
+                     (((((float)0.5 * self) *
+                        ((float)1 - (tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self))) *
+                                     tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
+                       (float)0.7978845608028654) *
+                      ((float)1 + (((float)0.134145 * self) * self))));
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float out_value =
+                    grad_output *
+                    (((float)0.5 *
+                      ((float)1 + tanhf((float)0.7978845608028654 *
+                                        (self + ((((float)0.044715 * self) * self) * self))))) +
+                     (((((float)0.5 * self) *
+                        ((float)1 - (tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self))) *
+                                     tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
+                       (float)0.7978845608028654) *
+                      ((float)1 + (((float)0.134145 * self) * self))));
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -21461,100 +28918,19 @@ static void
 gelu_backward_loop_f16_tanh(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
-    for (int64_t r = 0; r < rows; r++) {
-        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
-        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
-                const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value =
-                    grad_output *
-                    (((float)0.5 *
-                      ((float)1 + tanhf((float)0.7978845608028654 *
-                                        (self + ((((float)0.044715 * self) * self) * self))))) +
-                     (((((float)0.5 * self) *
-                        ((float)1 - (tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self))) *
-                                     tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
-                       (float)0.7978845608028654) *
-                      ((float)1 + (((float)0.134145 * self) * self))));
-                out[i] = yt__f32_to_f16(out_value);
-            }
-            continue;
-        }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float grad_output = yt__f16_to_f32(grad_output_p[0]);
-                const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value =
-                    grad_output *
-                    (((float)0.5 *
-                      ((float)1 + tanhf((float)0.7978845608028654 *
-                                        (self + ((((float)0.044715 * self) * self) * self))))) +
-                     (((((float)0.5 * self) *
-                        ((float)1 - (tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self))) *
-                                     tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
-                       (float)0.7978845608028654) *
-                      ((float)1 + (((float)0.134145 * self) * self))));
-                out[i] = yt__f32_to_f16(out_value);
-            }
-            continue;
-        }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
-                const float self = yt__f16_to_f32(self_p[0]);
-                const float out_value =
-                    grad_output *
-                    (((float)0.5 *
-                      ((float)1 + tanhf((float)0.7978845608028654 *
-                                        (self + ((((float)0.044715 * self) * self) * self))))) +
-                     (((((float)0.5 * self) *
-                        ((float)1 - (tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self))) *
-                                     tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
-                       (float)0.7978845608028654) *
-                      ((float)1 + (((float)0.134145 * self) * self))));
-                out[i] = yt__f32_to_f16(out_value);
-            }
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            const float grad_output =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
-            const float self =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
-            const float out_value =
-                grad_output *
-                (((float)0.5 *
-                  ((float)1 + tanhf((float)0.7978845608028654 *
-                                    (self + ((((float)0.044715 * self) * self) * self))))) +
-                 (((((float)0.5 * self) *
-                    ((float)1 - (tanhf((float)0.7978845608028654 *
-                                       (self + ((((float)0.044715 * self) * self) * self))) *
-                                 tanhf((float)0.7978845608028654 *
-                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
-                   (float)0.7978845608028654) *
-                  ((float)1 + (((float)0.134145 * self) * self))));
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
-        }
-    }
+    gelu_backward_rows_f16_tanh(data, strides, n, row_strides, rows, ctx);
 }
 
 YT_PW_CLONES
 static void
-gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+gelu_backward_blocks_f16_tanh(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, gelu_backward_rows_f16_tanh, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_backward_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21610,6 +28986,117 @@ gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
             const float out_value =
                 grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
                                                             expf(((-(float)0.5) * self) * self)));
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+YT_PW_CLONES
+static void
+gelu_backward_loop_bf16_none(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    gelu_backward_rows_bf16_none(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_backward_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, gelu_backward_rows_bf16_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_backward_rows_bf16_tanh(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value =
+                    grad_output *
+                    (((float)0.5 *
+                      ((float)1 + tanhf((float)0.7978845608028654 *
+                                        (self + ((((float)0.044715 * self) * self) * self))))) +
+                     (((((float)0.5 * self) *
+                        ((float)1 - (tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self))) *
+                                     tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
+                       (float)0.7978845608028654) *
+                      ((float)1 + (((float)0.134145 * self) * self))));
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value =
+                    grad_output *
+                    (((float)0.5 *
+                      ((float)1 + tanhf((float)0.7978845608028654 *
+                                        (self + ((((float)0.044715 * self) * self) * self))))) +
+                     (((((float)0.5 * self) *
+                        ((float)1 - (tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self))) *
+                                     tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
+                       (float)0.7978845608028654) *
+                      ((float)1 + (((float)0.134145 * self) * self))));
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float out_value =
+                    grad_output *
+                    (((float)0.5 *
+                      ((float)1 + tanhf((float)0.7978845608028654 *
+                                        (self + ((((float)0.044715 * self) * self) * self))))) +
+                     (((((float)0.5 * self) *
+                        ((float)1 - (tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self))) *
+                                     tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
+                       (float)0.7978845608028654) *
+                      ((float)1 + (((float)0.134145 * self) * self))));
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -21620,100 +29107,19 @@ static void
 gelu_backward_loop_bf16_tanh(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
-    for (int64_t r = 0; r < rows; r++) {
-        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
-        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
-                const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value =
-                    grad_output *
-                    (((float)0.5 *
-                      ((float)1 + tanhf((float)0.7978845608028654 *
-                                        (self + ((((float)0.044715 * self) * self) * self))))) +
-                     (((((float)0.5 * self) *
-                        ((float)1 - (tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self))) *
-                                     tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
-                       (float)0.7978845608028654) *
-                      ((float)1 + (((float)0.134145 * self) * self))));
-                out[i] = yt__f32_to_bf16(out_value);
-            }
-            continue;
-        }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
-                const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value =
-                    grad_output *
-                    (((float)0.5 *
-                      ((float)1 + tanhf((float)0.7978845608028654 *
-                                        (self + ((((float)0.044715 * self) * self) * self))))) +
-                     (((((float)0.5 * self) *
-                        ((float)1 - (tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self))) *
-                                     tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
-                       (float)0.7978845608028654) *
-                      ((float)1 + (((float)0.134145 * self) * self))));
-                out[i] = yt__f32_to_bf16(out_value);
-            }
-            continue;
-        }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
-                const float self = yt__bf16_to_f32(self_p[0]);
-                const float out_value =
-                    grad_output *
-                    (((float)0.5 *
-                      ((float)1 + tanhf((float)0.7978845608028654 *
-                                        (self + ((((float)0.044715 * self) * self) * self))))) +
-                     (((((float)0.5 * self) *
-                        ((float)1 - (tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self))) *
-                                     tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
-                       (float)0.7978845608028654) *
-                      ((float)1 + (((float)0.134145 * self) * self))));
-                out[i] = yt__f32_to_bf16(out_value);
-            }
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            const float grad_output =
-                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
-            const float self =
-                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
-            const float out_value =
-                grad_output *
-                (((float)0.5 *
-                  ((float)1 + tanhf((float)0.7978845608028654 *
-                                    (self + ((((float)0.044715 * self) * self) * self))))) +
-                 (((((float)0.5 * self) *
-                    ((float)1 - (tanhf((float)0.7978845608028654 *
-                                       (self + ((((float)0.044715 * self) * self) * self))) *
-                                 tanhf((float)0.7978845608028654 *
-                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
-                   (float)0.7978845608028654) *
-                  ((float)1 + (((float)0.134145 * self) * self))));
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
-        }
-    }
+    gelu_backward_rows_bf16_tanh(data, strides, n, row_strides, rows, ctx);
 }
 
 YT_PW_CLONES
 static void
-gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n,
+gelu_backward_blocks_bf16_tanh(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, gelu_backward_rows_bf16_tanh, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_backward_rows_f32_none(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21775,7 +29181,22 @@ gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-gelu_backward_loop_f32_tanh(char **data, const int64_t *strides, int64_t n,
+gelu_backward_loop_f32_none(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    gelu_backward_rows_f32_none(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, gelu_backward_rows_f32_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_backward_rows_f32_tanh(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21870,7 +29291,22 @@ gelu_backward_loop_f32_tanh(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n,
+gelu_backward_loop_f32_tanh(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    gelu_backward_rows_f32_tanh(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_backward_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, gelu_backward_rows_f32_tanh, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_backward_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -21932,7 +29368,22 @@ gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n,
 
 YT_PW_CLONES
 static void
-gelu_backward_loop_f64_tanh(char **data, const int64_t *strides, int64_t n,
+gelu_backward_loop_f64_none(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    gelu_backward_rows_f64_none(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, gelu_backward_rows_f64_none, ctx);
+}
+
+YT__BLOCK_INLINE void
+gelu_backward_rows_f64_tanh(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -22028,6 +29479,22 @@ gelu_backward_loop_f64_tanh(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT_PW_CLONES
+static void
+gelu_backward_loop_f64_tanh(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    gelu_backward_rows_f64_tanh(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+gelu_backward_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, gelu_backward_rows_f64_tanh, ctx);
+}
+
 yt_status
 yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                       const char *approximate)
@@ -22037,27 +29504,35 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_none, scalars);
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_none,
+                                 gelu_backward_blocks_f16_none, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_tanh, scalars);
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_tanh,
+                                 gelu_backward_blocks_f16_tanh, scalars);
         break;
     case YT_DTYPE_BF16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_none, scalars);
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_none,
+                                 gelu_backward_blocks_bf16_none, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_tanh, scalars);
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_tanh,
+                                 gelu_backward_blocks_bf16_tanh, scalars);
         break;
     case YT_DTYPE_F32:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_none, scalars);
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_none,
+                                 gelu_backward_blocks_f32_none, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_tanh, scalars);
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_tanh,
+                                 gelu_backward_blocks_f32_tanh, scalars);
         break;
     case YT_DTYPE_F64:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_none, scalars);
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_none,
+                                 gelu_backward_blocks_f64_none, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_tanh, scalars);
+            return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_tanh,
+                                 gelu_backward_blocks_f64_tanh, scalars);
         break;
     default:
         break;
@@ -22068,8 +29543,8 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
 
 /* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:719) */
 
-static void
-nan_to_num_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+nan_to_num_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22112,7 +29587,21 @@ nan_to_num_loop_bool(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-nan_to_num_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22155,7 +29644,21 @@ nan_to_num_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-nan_to_num_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22199,7 +29702,21 @@ nan_to_num_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-nan_to_num_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22244,7 +29761,21 @@ nan_to_num_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-nan_to_num_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22289,7 +29820,21 @@ nan_to_num_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-nan_to_num_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22334,7 +29879,21 @@ nan_to_num_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-nan_to_num_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22379,7 +29938,21 @@ nan_to_num_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-nan_to_num_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22425,7 +29998,21 @@ nan_to_num_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-nan_to_num_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22469,7 +30056,21 @@ nan_to_num_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-nan_to_num_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+nan_to_num_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+nan_to_num_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -22512,6 +30113,20 @@ nan_to_num_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+static void
+nan_to_num_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    nan_to_num_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+nan_to_num_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, nan_to_num_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const double *posinf,
                    const double *neginf)
@@ -22526,25 +30141,33 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bool, nan_to_num_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_u8, nan_to_num_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i8, nan_to_num_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i16, nan_to_num_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i32, nan_to_num_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i64, nan_to_num_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f16, nan_to_num_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bf16, nan_to_num_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f32, nan_to_num_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f64, nan_to_num_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -22554,8 +30177,8 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
 
 /* ---- eq: self == other   (ops.yaml:734) */
 
-static void
-eq_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+eq_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -22604,7 +30227,21 @@ eq_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-eq_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+eq_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    eq_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, eq_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -22653,7 +30290,21 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-eq_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+eq_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    eq_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, eq_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -22702,7 +30353,21 @@ eq_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-eq_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    eq_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, eq_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -22751,7 +30416,21 @@ eq_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-eq_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    eq_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, eq_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -22800,7 +30479,21 @@ eq_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-eq_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    eq_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, eq_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -22849,7 +30542,21 @@ eq_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-eq_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    eq_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, eq_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -22900,7 +30607,21 @@ eq_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    eq_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, eq_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -22951,7 +30672,21 @@ eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-eq_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    eq_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, eq_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23000,7 +30735,21 @@ eq_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-eq_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    eq_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, eq_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23048,6 +30797,20 @@ eq_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
     }
 }
 
+static void
+eq_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    eq_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, eq_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -23055,25 +30818,25 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, eq_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_bool, eq_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, eq_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_u8, eq_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, eq_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i8, eq_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, eq_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i16, eq_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, eq_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i32, eq_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, eq_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i64, eq_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, eq_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f16, eq_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, eq_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_bf16, eq_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, eq_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f32, eq_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, eq_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f64, eq_blocks_f64, scalars);
     default:
         break;
     }
@@ -23083,8 +30846,8 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- eq: self == other   (ops.yaml:744) */
 
-static void
-eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+eq_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23110,7 +30873,21 @@ eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23136,7 +30913,21 @@ eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-eq_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23162,7 +30953,21 @@ eq_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-eq_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23188,7 +30993,21 @@ eq_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-eq_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23214,7 +31033,21 @@ eq_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-eq_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23240,7 +31073,21 @@ eq_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-eq_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23267,7 +31114,21 @@ eq_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-eq_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23294,7 +31155,21 @@ eq_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-eq_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23320,7 +31195,21 @@ eq_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-eq_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+eq_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+eq_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23343,6 +31232,20 @@ eq_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
             *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
+}
+
+static void
+eq_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    eq_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+eq_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, eq_scalar_rows_f64, ctx);
 }
 
 yt_status
@@ -23354,25 +31257,27 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_bool, eq_scalar_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_u8, eq_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i8, eq_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i16, eq_scalar_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i32, eq_scalar_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i64, eq_scalar_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f16, eq_scalar_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_bf16, eq_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f32, eq_scalar_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f64, eq_scalar_blocks_f64, scalars);
     default:
         break;
     }
@@ -23382,8 +31287,8 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- lt: self < other   (ops.yaml:753) */
 
-static void
-lt_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+lt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23432,7 +31337,21 @@ lt_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-lt_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+lt_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    lt_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, lt_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -23481,7 +31400,21 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-lt_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+lt_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    lt_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, lt_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -23530,7 +31463,21 @@ lt_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-lt_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    lt_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, lt_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23579,7 +31526,21 @@ lt_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-lt_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    lt_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, lt_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23628,7 +31589,21 @@ lt_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-lt_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    lt_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, lt_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23677,7 +31652,21 @@ lt_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-lt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    lt_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, lt_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23728,7 +31717,21 @@ lt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    lt_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, lt_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23779,7 +31782,21 @@ lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-lt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    lt_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, lt_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23828,7 +31845,21 @@ lt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-lt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    lt_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, lt_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -23876,6 +31907,20 @@ lt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
     }
 }
 
+static void
+lt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    lt_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, lt_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -23883,25 +31928,25 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, lt_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_bool, lt_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, lt_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_u8, lt_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, lt_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i8, lt_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, lt_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i16, lt_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, lt_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i32, lt_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, lt_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i64, lt_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, lt_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f16, lt_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, lt_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_bf16, lt_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, lt_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f32, lt_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, lt_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f64, lt_blocks_f64, scalars);
     default:
         break;
     }
@@ -23911,8 +31956,8 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- lt: self < other   (ops.yaml:763) */
 
-static void
-lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+lt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23938,7 +31983,21 @@ lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23964,7 +32023,21 @@ lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-lt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -23990,7 +32063,21 @@ lt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-lt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24016,7 +32103,21 @@ lt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-lt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24042,7 +32143,21 @@ lt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-lt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24068,7 +32183,21 @@ lt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-lt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24095,7 +32224,21 @@ lt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-lt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24122,7 +32265,21 @@ lt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-lt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24148,7 +32305,21 @@ lt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-lt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+lt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+lt_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24171,6 +32342,20 @@ lt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
             *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
+}
+
+static void
+lt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    lt_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+lt_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, lt_scalar_rows_f64, ctx);
 }
 
 yt_status
@@ -24182,25 +32367,27 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_bool, lt_scalar_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_u8, lt_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i8, lt_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i16, lt_scalar_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i32, lt_scalar_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i64, lt_scalar_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f16, lt_scalar_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_bf16, lt_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f32, lt_scalar_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f64, lt_scalar_blocks_f64, scalars);
     default:
         break;
     }
@@ -24210,8 +32397,8 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- gt: self > other   (ops.yaml:772) */
 
-static void
-gt_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+gt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -24260,7 +32447,21 @@ gt_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-gt_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+gt_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    gt_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, gt_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -24309,7 +32510,21 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-gt_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+gt_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    gt_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, gt_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -24358,7 +32573,21 @@ gt_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-gt_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    gt_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, gt_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -24407,7 +32636,21 @@ gt_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-gt_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    gt_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, gt_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -24456,7 +32699,21 @@ gt_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-gt_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    gt_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, gt_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -24505,7 +32762,21 @@ gt_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-gt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    gt_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, gt_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -24556,7 +32827,21 @@ gt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    gt_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, gt_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -24607,7 +32892,21 @@ gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-gt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    gt_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, gt_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -24656,7 +32955,21 @@ gt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-gt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    gt_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, gt_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -24704,6 +33017,20 @@ gt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
     }
 }
 
+static void
+gt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    gt_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, gt_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -24711,25 +33038,25 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, gt_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_bool, gt_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, gt_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_u8, gt_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, gt_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i8, gt_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, gt_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i16, gt_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, gt_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i32, gt_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, gt_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i64, gt_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, gt_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f16, gt_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, gt_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_bf16, gt_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, gt_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f32, gt_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, gt_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f64, gt_blocks_f64, scalars);
     default:
         break;
     }
@@ -24739,8 +33066,8 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- gt: self > other   (ops.yaml:782) */
 
-static void
-gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+gt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24766,7 +33093,21 @@ gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24792,7 +33133,21 @@ gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-gt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24818,7 +33173,21 @@ gt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-gt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24844,7 +33213,21 @@ gt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-gt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24870,7 +33253,21 @@ gt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-gt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24896,7 +33293,21 @@ gt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-gt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24923,7 +33334,21 @@ gt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-gt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24950,7 +33375,21 @@ gt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-gt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -24976,7 +33415,21 @@ gt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-gt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+gt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+gt_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -25001,6 +33454,20 @@ gt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     }
 }
 
+static void
+gt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    gt_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+gt_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, gt_scalar_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -25010,25 +33477,27 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_bool, gt_scalar_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_u8, gt_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i8, gt_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i16, gt_scalar_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i32, gt_scalar_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i64, gt_scalar_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f16, gt_scalar_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_bf16, gt_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f32, gt_scalar_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f64, gt_scalar_blocks_f64, scalars);
     default:
         break;
     }
@@ -25038,8 +33507,8 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- where: self if condition else other   (ops.yaml:791) */
 
-static void
-where_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+where_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25107,7 +33576,21 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-where_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    where_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(bool), sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 4, esize, where_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25175,7 +33658,22 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-where_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    where_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(bool), sizeof(uint8_t),
+                                     sizeof(uint8_t)};
+    yt__run_blocks(s, 4, esize, where_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25243,7 +33741,21 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 }
 
 static void
-where_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+              int64_t rows, const void *ctx)
+{
+    where_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int8_t), sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 4, esize, where_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25311,7 +33823,22 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-where_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    where_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int16_t), sizeof(bool), sizeof(int16_t),
+                                     sizeof(int16_t)};
+    yt__run_blocks(s, 4, esize, where_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25379,7 +33906,22 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-where_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    where_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int32_t), sizeof(bool), sizeof(int32_t),
+                                     sizeof(int32_t)};
+    yt__run_blocks(s, 4, esize, where_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25447,7 +33989,22 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-where_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    where_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int64_t), sizeof(bool), sizeof(int64_t),
+                                     sizeof(int64_t)};
+    yt__run_blocks(s, 4, esize, where_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25517,7 +34074,22 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-where_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    where_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(bool), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, where_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25587,7 +34159,22 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 }
 
 static void
-where_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    where_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(bool), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, where_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25655,7 +34242,21 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 }
 
 static void
-where_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+where_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    where_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(float), sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 4, esize, where_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+where_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25722,6 +34323,20 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     }
 }
 
+static void
+where_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+               int64_t rows, const void *ctx)
+{
+    where_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+where_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(double), sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 4, esize, where_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -25729,25 +34344,25 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
     yt_tensor *const inputs[3] = {condition, self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 3, inputs, where_loop_bool, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_bool, where_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, where_loop_u8, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_u8, where_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, where_loop_i8, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i8, where_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, where_loop_i16, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i16, where_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, where_loop_i32, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i32, where_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, where_loop_i64, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i64, where_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, where_loop_f16, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_f16, where_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, where_loop_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_bf16, where_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, where_loop_f32, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_f32, where_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, where_loop_f64, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_f64, where_blocks_f64, scalars);
     default:
         break;
     }
@@ -25757,8 +34372,8 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
 
 /* ---- ne: self != other   (ops.yaml:804) */
 
-static void
-ne_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+ne_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25807,7 +34422,21 @@ ne_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-ne_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+ne_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    ne_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, ne_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -25856,7 +34485,21 @@ ne_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-ne_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+ne_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    ne_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, ne_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -25905,7 +34548,21 @@ ne_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-ne_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    ne_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, ne_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -25954,7 +34611,21 @@ ne_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ne_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ne_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, ne_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26003,7 +34674,21 @@ ne_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ne_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ne_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, ne_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26052,7 +34737,21 @@ ne_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ne_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ne_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, ne_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26103,7 +34802,21 @@ ne_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ne_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ne_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, ne_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26154,7 +34867,21 @@ ne_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-ne_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    ne_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, ne_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26203,7 +34930,21 @@ ne_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ne_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ne_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, ne_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26251,6 +34992,20 @@ ne_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
     }
 }
 
+static void
+ne_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ne_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, ne_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -26258,25 +35013,25 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, ne_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_bool, ne_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, ne_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_u8, ne_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, ne_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i8, ne_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, ne_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i16, ne_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, ne_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i32, ne_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, ne_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i64, ne_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, ne_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f16, ne_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, ne_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_bf16, ne_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, ne_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f32, ne_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, ne_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f64, ne_blocks_f64, scalars);
     default:
         break;
     }
@@ -26286,8 +35041,8 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- ne: self != other   (ops.yaml:814) */
 
-static void
-ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+ne_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26313,7 +35068,21 @@ ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-ne_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26339,7 +35108,21 @@ ne_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-ne_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26365,7 +35148,21 @@ ne_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-ne_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26391,7 +35188,21 @@ ne_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ne_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26417,7 +35228,21 @@ ne_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ne_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26443,7 +35268,21 @@ ne_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ne_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26470,7 +35309,21 @@ ne_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ne_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26497,7 +35350,21 @@ ne_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-ne_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26523,7 +35390,21 @@ ne_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ne_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ne_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ne_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -26546,6 +35427,20 @@ ne_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
             *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
+}
+
+static void
+ne_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ne_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ne_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, ne_scalar_rows_f64, ctx);
 }
 
 yt_status
@@ -26557,25 +35452,27 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bool, ne_scalar_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_u8, ne_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i8, ne_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i16, ne_scalar_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i32, ne_scalar_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i64, ne_scalar_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f16, ne_scalar_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bf16, ne_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f32, ne_scalar_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, ne_scalar_blocks_f64, scalars);
     default:
         break;
     }
@@ -26585,8 +35482,8 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- le: self <= other   (ops.yaml:823) */
 
-static void
-le_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+le_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26635,7 +35532,21 @@ le_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-le_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+le_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    le_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, le_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -26684,7 +35595,21 @@ le_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-le_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+le_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    le_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, le_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -26733,7 +35658,21 @@ le_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-le_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    le_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, le_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26782,7 +35721,21 @@ le_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-le_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    le_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, le_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26831,7 +35784,21 @@ le_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-le_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    le_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, le_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26880,7 +35847,21 @@ le_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-le_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    le_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, le_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26931,7 +35912,21 @@ le_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-le_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    le_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, le_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -26982,7 +35977,21 @@ le_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-le_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    le_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, le_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27031,7 +36040,21 @@ le_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-le_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    le_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, le_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27079,6 +36102,20 @@ le_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
     }
 }
 
+static void
+le_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    le_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, le_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -27086,25 +36123,25 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, le_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_bool, le_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, le_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_u8, le_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, le_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i8, le_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, le_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i16, le_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, le_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i32, le_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, le_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i64, le_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, le_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f16, le_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, le_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_bf16, le_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, le_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f32, le_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, le_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f64, le_blocks_f64, scalars);
     default:
         break;
     }
@@ -27114,8 +36151,8 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- le: self <= other   (ops.yaml:833) */
 
-static void
-le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+le_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27141,7 +36178,21 @@ le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-le_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    le_scalar_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27167,7 +36218,21 @@ le_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-le_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    le_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27193,7 +36258,21 @@ le_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-le_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    le_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27219,7 +36298,21 @@ le_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-le_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    le_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27245,7 +36338,21 @@ le_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-le_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    le_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27271,7 +36378,21 @@ le_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-le_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    le_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27298,7 +36419,21 @@ le_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-le_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    le_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27325,7 +36460,21 @@ le_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-le_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    le_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27351,7 +36500,21 @@ le_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-le_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+le_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    le_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+le_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27374,6 +36537,20 @@ le_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
             *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
+}
+
+static void
+le_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    le_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+le_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, le_scalar_rows_f64, ctx);
 }
 
 yt_status
@@ -27385,25 +36562,27 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_bool, le_scalar_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_u8, le_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i8, le_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i16, le_scalar_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i32, le_scalar_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i64, le_scalar_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f16, le_scalar_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_bf16, le_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f32, le_scalar_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, le_scalar_blocks_f64, scalars);
     default:
         break;
     }
@@ -27413,8 +36592,8 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- ge: self >= other   (ops.yaml:842) */
 
-static void
-ge_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+ge_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27463,7 +36642,21 @@ ge_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-ge_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+ge_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    ge_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, ge_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -27512,7 +36705,21 @@ ge_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-ge_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+ge_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    ge_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, ge_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
     (void)ctx;
@@ -27561,7 +36768,21 @@ ge_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 }
 
 static void
-ge_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
+           const void *ctx)
+{
+    ge_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, ge_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27610,7 +36831,21 @@ ge_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ge_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ge_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, ge_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27659,7 +36894,21 @@ ge_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ge_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ge_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, ge_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27708,7 +36957,21 @@ ge_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ge_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ge_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, ge_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27759,7 +37022,21 @@ ge_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ge_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ge_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, ge_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27810,7 +37087,21 @@ ge_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 }
 
 static void
-ge_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+             int64_t rows, const void *ctx)
+{
+    ge_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, ge_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27859,7 +37150,21 @@ ge_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 }
 
 static void
-ge_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ge_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, ge_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -27907,6 +37212,20 @@ ge_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
     }
 }
 
+static void
+ge_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+            int64_t rows, const void *ctx)
+{
+    ge_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, ge_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -27914,25 +37233,25 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, ge_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_bool, ge_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, ge_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_u8, ge_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, ge_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i8, ge_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, ge_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i16, ge_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, ge_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i32, ge_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, ge_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i64, ge_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, ge_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f16, ge_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, ge_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_bf16, ge_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, ge_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f32, ge_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, ge_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f64, ge_blocks_f64, scalars);
     default:
         break;
     }
@@ -27942,8 +37261,8 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- ge: self >= other   (ops.yaml:852) */
 
-static void
-ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+ge_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27969,7 +37288,21 @@ ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-ge_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -27995,7 +37328,21 @@ ge_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-ge_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -28021,7 +37368,21 @@ ge_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 }
 
 static void
-ge_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -28047,7 +37408,21 @@ ge_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ge_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -28073,7 +37448,21 @@ ge_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ge_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -28099,7 +37488,21 @@ ge_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ge_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -28126,7 +37529,21 @@ ge_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ge_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -28153,7 +37570,21 @@ ge_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-ge_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -28179,7 +37610,21 @@ ge_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-ge_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+ge_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+ge_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -28204,6 +37649,20 @@ ge_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     }
 }
 
+static void
+ge_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    ge_scalar_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+ge_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, ge_scalar_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -28213,25 +37672,27 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bool, ge_scalar_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_u8, ge_scalar_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i8, ge_scalar_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i16, ge_scalar_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i32, ge_scalar_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i64, ge_scalar_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f16, ge_scalar_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bf16, ge_scalar_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f32, ge_scalar_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, ge_scalar_blocks_f64, scalars);
     default:
         break;
     }
@@ -28241,8 +37702,8 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:861) */
 
-static void
-logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+logical_and_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28291,7 +37752,21 @@ logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-logical_and_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    logical_and_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28340,7 +37815,21 @@ logical_and_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_and_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_and_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28389,7 +37878,21 @@ logical_and_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_and_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_and_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28438,7 +37941,21 @@ logical_and_loop_i16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_and_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_and_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28487,7 +38004,21 @@ logical_and_loop_i32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_and_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_and_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28536,7 +38067,21 @@ logical_and_loop_i64(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_and_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_and_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28587,7 +38132,21 @@ logical_and_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_and_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_and_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28638,7 +38197,21 @@ logical_and_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-logical_and_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    logical_and_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28687,7 +38260,21 @@ logical_and_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_and_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_and_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_and_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_and_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28735,6 +38322,20 @@ logical_and_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
     }
 }
 
+static void
+logical_and_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_and_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_and_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, logical_and_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -28742,25 +38343,35 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_bool, logical_and_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_u8, logical_and_blocks_u8,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i8, logical_and_blocks_i8,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i16, logical_and_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i32, logical_and_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i64, logical_and_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f16, logical_and_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_bf16, logical_and_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f32, logical_and_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f64, logical_and_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -28770,8 +38381,8 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:871) */
 
-static void
-logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+logical_or_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28820,7 +38431,21 @@ logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_or_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_or_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28869,7 +38494,21 @@ logical_or_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-logical_or_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    logical_or_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28918,7 +38557,21 @@ logical_or_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 }
 
 static void
-logical_or_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    logical_or_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -28967,7 +38620,21 @@ logical_or_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_or_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_or_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29016,7 +38683,21 @@ logical_or_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_or_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_or_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29065,7 +38746,21 @@ logical_or_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_or_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_or_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29116,7 +38811,21 @@ logical_or_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_or_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_or_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29167,7 +38876,21 @@ logical_or_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_or_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_or_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29216,7 +38939,21 @@ logical_or_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_or_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_or_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_or_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_or_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29264,6 +39001,20 @@ logical_or_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+static void
+logical_or_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_or_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_or_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, logical_or_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -29271,25 +39022,33 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_bool, logical_or_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_u8, logical_or_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i8, logical_or_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i16, logical_or_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i32, logical_or_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i64, logical_or_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f16, logical_or_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_bf16, logical_or_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f32, logical_or_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f64, logical_or_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -29299,8 +39058,8 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:881) */
 
-static void
-logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+logical_xor_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29349,7 +39108,21 @@ logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-logical_xor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    logical_xor_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29398,7 +39171,21 @@ logical_xor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_xor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_xor_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29447,7 +39234,21 @@ logical_xor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_xor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_xor_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29496,7 +39297,21 @@ logical_xor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_xor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_xor_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29545,7 +39360,21 @@ logical_xor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_xor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_xor_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29594,7 +39423,21 @@ logical_xor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_xor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_xor_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29645,7 +39488,21 @@ logical_xor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_xor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_xor_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29696,7 +39553,21 @@ logical_xor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-logical_xor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    logical_xor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29745,7 +39616,21 @@ logical_xor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_xor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_xor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_xor_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_xor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29793,6 +39678,20 @@ logical_xor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
     }
 }
 
+static void
+logical_xor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_xor_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_xor_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, logical_xor_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -29800,25 +39699,35 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_bool, logical_xor_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_u8, logical_xor_blocks_u8,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i8, logical_xor_blocks_i8,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i16, logical_xor_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i32, logical_xor_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i64, logical_xor_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f16, logical_xor_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_bf16, logical_xor_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f32, logical_xor_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f64, logical_xor_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -29828,8 +39737,8 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- logical_not: not self   (ops.yaml:891) */
 
-static void
-logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+logical_not_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29854,7 +39763,21 @@ logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-logical_not_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    logical_not_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29879,7 +39802,21 @@ logical_not_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_not_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_not_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29904,7 +39841,21 @@ logical_not_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-logical_not_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    logical_not_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29929,7 +39880,21 @@ logical_not_loop_i16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_not_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_not_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29954,7 +39919,21 @@ logical_not_loop_i32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_not_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_not_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -29979,7 +39958,21 @@ logical_not_loop_i64(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_not_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_not_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30005,7 +39998,21 @@ logical_not_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_not_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_not_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30031,7 +40038,21 @@ logical_not_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-logical_not_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    logical_not_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30056,7 +40077,21 @@ logical_not_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-logical_not_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+logical_not_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_not_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+logical_not_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30080,6 +40115,20 @@ logical_not_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
     }
 }
 
+static void
+logical_not_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    logical_not_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+logical_not_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 2, esize, logical_not_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
 {
@@ -30087,25 +40136,35 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_bool, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_bool, logical_not_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_u8, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_u8, logical_not_blocks_u8,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_i8, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i8, logical_not_blocks_i8,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_i16, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i16, logical_not_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_i32, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i32, logical_not_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_i64, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i64, logical_not_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_f16, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f16, logical_not_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_bf16, logical_not_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_f32, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f32, logical_not_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_f64, scalars);
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f64, logical_not_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -30115,8 +40174,8 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
 
 /* ---- masked_fill: checked(value) if mask else self   (ops.yaml:900) */
 
-static void
-masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+YT__BLOCK_INLINE void
+masked_fill_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30166,7 +40225,21 @@ masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-masked_fill_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    masked_fill_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30216,7 +40289,21 @@ masked_fill_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-masked_fill_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    masked_fill_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30266,7 +40353,21 @@ masked_fill_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_
 }
 
 static void
-masked_fill_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    masked_fill_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30316,7 +40417,21 @@ masked_fill_loop_i16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-masked_fill_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    masked_fill_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30366,7 +40481,21 @@ masked_fill_loop_i32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-masked_fill_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    masked_fill_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30416,7 +40545,21 @@ masked_fill_loop_i64(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-masked_fill_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    masked_fill_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30467,7 +40610,21 @@ masked_fill_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-masked_fill_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    masked_fill_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30518,7 +40675,21 @@ masked_fill_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 }
 
 static void
-masked_fill_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    masked_fill_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30568,7 +40739,21 @@ masked_fill_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 }
 
 static void
-masked_fill_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+masked_fill_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    masked_fill_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
@@ -30617,6 +40802,20 @@ masked_fill_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
     }
 }
 
+static void
+masked_fill_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    masked_fill_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(bool)};
+    yt__run_blocks(s, 3, esize, masked_fill_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -30628,25 +40827,35 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
     yt_tensor *const inputs[2] = {self, mask};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_bool, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_bool, masked_fill_blocks_bool,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_u8, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_u8, masked_fill_blocks_u8,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_i8, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i8, masked_fill_blocks_i8,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_i16, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i16, masked_fill_blocks_i16,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_i32, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i32, masked_fill_blocks_i32,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_i64, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i64, masked_fill_blocks_i64,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_f16, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f16, masked_fill_blocks_f16,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_bf16, masked_fill_blocks_bf16,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_f32, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f32, masked_fill_blocks_f32,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_f64, scalars);
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f64, masked_fill_blocks_f64,
+                             scalars);
     default:
         break;
     }
@@ -30656,8 +40865,8 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
 
 /* ---- masked_fill: value if mask else self   (ops.yaml:913) */
 
-static void
-masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n,
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_bool(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30725,7 +40934,21 @@ masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_u8(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_bool(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_bool(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(bool), sizeof(bool), sizeof(bool), sizeof(bool)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_bool, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30793,7 +41016,22 @@ masked_fill_tensor_loop_u8(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_i8(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_u8(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_u8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(bool),
+                                     sizeof(uint8_t)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_u8, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_i8(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30861,7 +41099,21 @@ masked_fill_tensor_loop_i8(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_i8(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_i8(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(bool), sizeof(int8_t)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i8, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30929,7 +41181,22 @@ masked_fill_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_i16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(bool),
+                                     sizeof(int16_t)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i16, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -30997,7 +41264,22 @@ masked_fill_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_i32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(bool),
+                                     sizeof(int32_t)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i32, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -31065,7 +41347,22 @@ masked_fill_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_i64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(bool),
+                                     sizeof(int64_t)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i64, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -31135,7 +41432,22 @@ masked_fill_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(bool),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_f16, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -31205,7 +41517,22 @@ masked_fill_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(bool),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_bf16, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -31273,7 +41600,21 @@ masked_fill_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-masked_fill_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
+masked_fill_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(bool), sizeof(float)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_f32, ctx);
+}
+
+YT__BLOCK_INLINE void
+masked_fill_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
@@ -31340,6 +41681,20 @@ masked_fill_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+static void
+masked_fill_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    masked_fill_tensor_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+masked_fill_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(bool), sizeof(double)};
+    yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_f64, ctx);
+}
+
 yt_status
 yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {
@@ -31347,25 +41702,35 @@ yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, 
     yt_tensor *const inputs[3] = {self, mask, value};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bool, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bool,
+                             masked_fill_tensor_blocks_bool, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_u8, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_u8,
+                             masked_fill_tensor_blocks_u8, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i8, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i8,
+                             masked_fill_tensor_blocks_i8, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i16, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i16,
+                             masked_fill_tensor_blocks_i16, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i32, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i32,
+                             masked_fill_tensor_blocks_i32, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i64, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i64,
+                             masked_fill_tensor_blocks_i64, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f16, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f16,
+                             masked_fill_tensor_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bf16,
+                             masked_fill_tensor_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f32, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f32,
+                             masked_fill_tensor_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f64, scalars);
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f64,
+                             masked_fill_tensor_blocks_f64, scalars);
     default:
         break;
     }

@@ -8,14 +8,17 @@
 
 #include "element.h"
 #include "internal.h"
+#include "pointwise_blocks.h"
 
 /* ---------------------------------------------------------------- conversion loops */
 
 /* cast_<src>_<dst>: data[0] is the destination, data[1] the source. The contiguous branch has
- * constant strides so the compiler can vectorise it. */
+ * constant strides so the compiler can vectorise it. Each is a body (cast_rows_*), inlined into
+ * the loop (cast_*) and its block form (cast_blocks_*; see yt__block_fn). */
 #define DEFINE_CAST(S, SIZE_S, WIDE_S, D, SIZE_D)                                                  \
-    static void cast_##S##_##D(char **data, const int64_t *strides, int64_t n,                     \
-                               const int64_t *row_strides, int64_t rows, const void *ctx)          \
+    YT__BLOCK_INLINE void cast_rows_##S##_##D(char **data, const int64_t *strides, int64_t n,      \
+                                              const int64_t *row_strides, int64_t rows,            \
+                                              const void *ctx)                                     \
     {                                                                                              \
         (void)ctx;                                                                                 \
         for (int64_t r = 0; r < rows; r++) {                                                       \
@@ -31,6 +34,16 @@
                 yt__store_##D##_from_##WIDE_S(dst + i * strides[0],                                \
                                               yt__load_##S(src + i * strides[1]));                 \
         }                                                                                          \
+    }                                                                                              \
+    static void cast_##S##_##D(char **data, const int64_t *strides, int64_t n,                     \
+                               const int64_t *row_strides, int64_t rows, const void *ctx)          \
+    {                                                                                              \
+        cast_rows_##S##_##D(data, strides, n, row_strides, rows, ctx);                             \
+    }                                                                                              \
+    static void cast_blocks_##S##_##D(const yt__block_strip *s, const void *ctx)                   \
+    {                                                                                              \
+        static const int64_t esize[2] = {SIZE_D, SIZE_S};                                          \
+        yt__run_blocks(s, 2, esize, cast_rows_##S##_##D, ctx);                                     \
     }
 
 /* Every source dtype crossed with every destination dtype. */
@@ -56,21 +69,29 @@ CASTS_FROM(bf16, 2, f64)
 CASTS_FROM(f32, 4, f64)
 CASTS_FROM(f64, 8, f64)
 
-#define CAST_ROW(S)                                                                                \
+#define CAST_ROW(S, FORM)                                                                          \
     {                                                                                              \
-        cast_##S##_bl, cast_##S##_u8, cast_##S##_i8, cast_##S##_i16, cast_##S##_i32,               \
-            cast_##S##_i64, cast_##S##_f16, cast_##S##_bf16, cast_##S##_f32, cast_##S##_f64,       \
+        cast_##FORM##S##_bl, cast_##FORM##S##_u8, cast_##FORM##S##_i8, cast_##FORM##S##_i16,       \
+            cast_##FORM##S##_i32, cast_##FORM##S##_i64, cast_##FORM##S##_f16,                      \
+            cast_##FORM##S##_bf16, cast_##FORM##S##_f32, cast_##FORM##S##_f64,                     \
     }
 /* [src][dst], in yt_dtype order. The diagonal is never used (same-dtype copies move bits). */
 static const yt__loop_fn cast_loops[YT_DTYPE_COUNT][YT_DTYPE_COUNT] = {
-    CAST_ROW(bl),  CAST_ROW(u8),  CAST_ROW(i8),   CAST_ROW(i16), CAST_ROW(i32),
-    CAST_ROW(i64), CAST_ROW(f16), CAST_ROW(bf16), CAST_ROW(f32), CAST_ROW(f64),
+    CAST_ROW(bl, ),  CAST_ROW(u8, ),  CAST_ROW(i8, ),   CAST_ROW(i16, ), CAST_ROW(i32, ),
+    CAST_ROW(i64, ), CAST_ROW(f16, ), CAST_ROW(bf16, ), CAST_ROW(f32, ), CAST_ROW(f64, ),
+};
+static const yt__block_fn cast_blocks[YT_DTYPE_COUNT][YT_DTYPE_COUNT] = {
+    CAST_ROW(bl, blocks_),  CAST_ROW(u8, blocks_),  CAST_ROW(i8, blocks_),  CAST_ROW(i16, blocks_),
+    CAST_ROW(i32, blocks_), CAST_ROW(i64, blocks_), CAST_ROW(f16, blocks_), CAST_ROW(bf16, blocks_),
+    CAST_ROW(f32, blocks_), CAST_ROW(f64, blocks_),
 };
 
-/* Same-dtype copies by element width: bit-exact (NaN payloads survive). */
+/* Same-dtype copies by element width: bit-exact (NaN payloads survive). A body, a loop and a
+ * block form, as the casts have. */
 #define DEFINE_MOVE(BITS)                                                                          \
-    static void move_##BITS(char **data, const int64_t *strides, int64_t n,                        \
-                            const int64_t *row_strides, int64_t rows, const void *ctx)             \
+    YT__BLOCK_INLINE void move_rows_##BITS(char **data, const int64_t *strides, int64_t n,         \
+                                           const int64_t *row_strides, int64_t rows,               \
+                                           const void *ctx)                                        \
     {                                                                                              \
         (void)ctx;                                                                                 \
         const int64_t size = BITS / 8;                                                             \
@@ -84,6 +105,16 @@ static const yt__loop_fn cast_loops[YT_DTYPE_COUNT][YT_DTYPE_COUNT] = {
             for (int64_t i = 0; i < n; i++)                                                        \
                 memcpy(dst + i * strides[0], src + i * strides[1], (size_t)size);                  \
         }                                                                                          \
+    }                                                                                              \
+    static void move_##BITS(char **data, const int64_t *strides, int64_t n,                        \
+                            const int64_t *row_strides, int64_t rows, const void *ctx)             \
+    {                                                                                              \
+        move_rows_##BITS(data, strides, n, row_strides, rows, ctx);                                \
+    }                                                                                              \
+    static void move_blocks_##BITS(const yt__block_strip *s, const void *ctx)                      \
+    {                                                                                              \
+        static const int64_t esize[2] = {BITS / 8, BITS / 8};                                      \
+        yt__run_blocks(s, 2, esize, move_rows_##BITS, ctx);                                        \
     }
 DEFINE_MOVE(8)
 DEFINE_MOVE(16)
@@ -119,26 +150,28 @@ yt__copy_into(yt_tensor *dst, yt_tensor *src)
     }
 
     yt__loop_fn loop;
+    yt__block_fn blocks;
     if (src->dtype == dst->dtype) {
         switch (yt_dtype_size(src->dtype)) {
         case 1:
-            loop = move_8;
+            loop = move_8, blocks = move_blocks_8;
             break;
         case 2:
-            loop = move_16;
+            loop = move_16, blocks = move_blocks_16;
             break;
         case 4:
-            loop = move_32;
+            loop = move_32, blocks = move_blocks_32;
             break;
         default:
-            loop = move_64;
+            loop = move_64, blocks = move_blocks_64;
             break;
         }
     } else {
         loop = cast_loops[src->dtype][dst->dtype];
+        blocks = cast_blocks[src->dtype][dst->dtype];
     }
     yt_tensor *const in[1] = {src};
-    return yt__pointwise(dst, 1, in, loop, NULL);
+    return yt__pointwise(dst, 1, in, loop, blocks, NULL);
 }
 
 yt_tensor *

@@ -319,11 +319,41 @@ YT_INTERNAL bool yt__view_strides(int64_t *strides, const yt_tensor *self, const
 typedef void (*yt__loop_fn)(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx);
 
+/* Operands of a pointwise loop: the output and at most 7 inputs. */
+#define YT__MAX_OPERANDS 8
+
+/* Side of the square blocks in which the blocked traversal reads transposed inputs. */
+#define YT__BLOCK 8
+
+/* A strip of the blocked traversal (runtime/pointwise.c): `rows` x `cols` elements (rows a
+ * multiple of YT__BLOCK, cols of yt__block_side()) of operands data[k], whose elements step
+ * col_strides[k] bytes along a row and row_strides[k] from one row to the next. Inputs in `copied`
+ * (bit k) go through a block buffer; every other operand, the output always among them, is
+ * contiguous along the row. With each block column, for the inputs with next[k] set, the part of
+ * the next strip's columns under it is fetched into L2: two lines per column, at
+ * next[k] + j * col_strides[k] and next_last[k] bytes further. */
+typedef struct yt__block_strip {
+    yt__loop_fn loop; /* the loop in its row form, for the strip's edges */
+    char *data[YT__MAX_OPERANDS];
+    int64_t col_strides[YT__MAX_OPERANDS], row_strides[YT__MAX_OPERANDS];
+    unsigned copied;
+    int64_t ahead; /* bytes ahead along the rows to prefetch the operands read in place, or 0 */
+    int64_t rows, cols;
+    const char *next[YT__MAX_OPERANDS];
+    int64_t next_last[YT__MAX_OPERANDS];
+} yt__block_strip;
+
+/* Runs a loop over every element of strip `s` (runtime/pointwise_blocks.h's yt__run_blocks with
+ * the loop's body inlined). */
+typedef void (*yt__block_fn)(const yt__block_strip *s, const void *ctx);
+
 /* Runs `loop` over every element of `out`, with each input broadcast to out's shape (the caller
  * checked broadcastability). Coalesces dimensions, calls `loop` once for contiguous operands, and
- * splits the outer loop across threads above YT_PARALLEL_GRAIN elements. At most 7 inputs. */
+ * splits the outer loop across threads above YT_PARALLEL_GRAIN elements. When an input is
+ * transposed against the output, runs `blocks` (the same loop in block form) over strips instead;
+ * with `blocks` NULL, `loop` reads such an input element by element. At most 7 inputs. */
 YT_INTERNAL yt_status yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in,
-                                    yt__loop_fn loop, const void *ctx);
+                                    yt__loop_fn loop, yt__block_fn blocks, const void *ctx);
 
 /* Below this many elements kernels stay single-threaded. */
 #define YT_PARALLEL_GRAIN 32768

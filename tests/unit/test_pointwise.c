@@ -435,7 +435,7 @@ Test(pointwise, integer_pow_and_bool_square)
 static void
 check_transposed_clone(yt_dtype dtype, bool outer, int64_t cache)
 {
-    enum { B = 3, C = 1200, R = 37 };
+    enum { B = 3, C = 1211, R = 37 };
     static double values[B * C * R], got[B * C * R], want[B * C * R];
     for (int64_t i = 0; i < B * C * R; i++)
         values[i] = (double)(i % 97) - 40;
@@ -462,47 +462,14 @@ check_transposed_clone(yt_dtype dtype, bool outer, int64_t cache)
     yt_release(f64);
 }
 
-/* The same for a transposed view whose columns are 2 KiB apart (runtime/pointwise.c:
- * aliasing_columns: strips of 4 lines): [40, 2048 / size] narrowed to 7 strips and 5 rows, which
- * join the last strip. */
-static void
-check_aliased_transposed_clone(yt_dtype dtype)
-{
-    enum { C = 40, MAX_R = 2048 };
-    const int64_t r_all = 2048 / (int64_t)yt_dtype_size(dtype);
-    const int64_t r = 7 * (256 / (int64_t)yt_dtype_size(dtype)) + 5;
-    static double values[C * MAX_R], got[C * MAX_R], want[C * MAX_R];
-    for (int64_t i = 0; i < C * r_all; i++)
-        values[i] = (double)(i % 89) - 30;
-    int64_t sizes[2] = {C, r_all};
-    yt_tensor *f64 = yt_tensor_from_data(values, sizes, 2, YT_DTYPE_F64);
-    yt_tensor *base = yt_to(f64, dtype);
-    yt_tensor *part = yt_narrow(base, 1, 0, r);
-    yt_tensor *view = yt_transpose(part, 0, 1); /* [r, C], columns 2 KiB apart */
-    yt_tensor *copy = yt_clone(view);
-    cr_assert_not_null(copy, "%s", yt_errmsg());
-    cr_assert_eq(yt_tensor_copy_to(copy, got, sizeof got, YT_DTYPE_F64), YT_OK);
-    cr_assert_eq(yt_tensor_copy_to(base, want, sizeof want, YT_DTYPE_F64), YT_OK);
-    for (int64_t i = 0; i < r; i++)
-        for (int64_t c = 0; c < C; c++)
-            cr_assert_eq(got[i * C + c], want[c * r_all + i],
-                         "%s aliased: [%lld, %lld] got %g want %g", yt_dtype_name(dtype),
-                         (long long)i, (long long)c, got[i * C + c], want[c * r_all + i]);
-    yt_release(copy);
-    yt_release(view);
-    yt_release(part);
-    yt_release(base);
-    yt_release(f64);
-}
-
-/* Transposed inputs go through the tiled traversal (runtime/pointwise.c: strips of cache lines'
- * rows, packed tiles): a clone of a transposed view must equal the element-by-element transpose
- * for every element size, with rows that are not a multiple of 8 (37: the last 5 rows join the
- * strip before them), rows wider than one tile, outer dims, columns 2 KiB apart, and the threaded
- * split. The traversal's choices follow the last-level cache's size, forced here to 2 MiB and
- * 64 KiB besides the machine's, so that these operands (89 KB to 2.1 MB in all) take cached tiles
- * with and without the next strip's prefetch, and larger tiles with it. */
-Test(pointwise, transposed_inputs_through_tiles)
+/* Transposed inputs go through the blocked traversal (runtime/pointwise.c: strips of a cache
+ * line's rows, square blocks): a clone of a transposed view must equal the element-by-element
+ * transpose for every element size, with rows and columns that are not a multiple of the block
+ * (37 rows: the last 5 join the strip before them and are an edge; 1211 columns: 11 or 3 past
+ * the last block), outer dims, and the threaded split. The traversal's choices follow the
+ * last-level cache's size, forced here to 2 MiB and 64 KiB besides the machine's, so that these
+ * operands (90 KB to 2.2 MB in all) are taken with and without the prefetches. */
+Test(pointwise, transposed_inputs_through_blocks)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_BOOL, YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16,
                                YT_DTYPE_I32,  YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
@@ -512,8 +479,6 @@ Test(pointwise, transposed_inputs_through_tiles)
         for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
             for (int outer = 0; outer < 2; outer++)
                 check_transposed_clone(dtypes[d], outer, caches[cs]);
-        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
-            check_aliased_transposed_clone(dtypes[d]);
     }
     yt__set_cache_bytes(0);
     /* a permutation whose input runs along an outer dim of the output: [9, 5, 300] -> (2, 1, 0) */
@@ -537,6 +502,107 @@ Test(pointwise, transposed_inputs_through_tiles)
     yt_release(pv);
     yt_release(pf);
     yt_release(p64);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* `t` (released here) against want[r * C + c] over [R, C], element by element. */
+static void
+expect_grid(yt_tensor *t, const double *want, int64_t rows, int64_t cols, const char *what,
+            yt_dtype dtype, int64_t cache)
+{
+    static double got[64 * 1300];
+    cr_assert_not_null(t, "%s %s: %s", what, yt_dtype_name(dtype), yt_errmsg());
+    cr_assert_eq(yt_tensor_copy_to(t, got, sizeof got, YT_DTYPE_F64), YT_OK, "%s", yt_errmsg());
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            cr_assert_eq(got[r * cols + c], want[r * cols + c],
+                         "cache %lld, %s %s: [%lld, %lld] got %g want %g", (long long)cache, what,
+                         yt_dtype_name(dtype), (long long)r, (long long)c, got[r * cols + c],
+                         want[r * cols + c]);
+    yt_release(t);
+}
+
+/* A generated loop in its block form (runtime/pointwise_blocks.h, inlined per op and dtype) on
+ * [37, 1211]: add with a transposed input, in place into the other operand (whose edges must be
+ * added once), where() with a transposed bool condition beside a transposed value, and a
+ * transposed input beside ones that are neither transposed nor read in place (a broadcast
+ * column, a column stride of 2), which go through the block buffers element by element. */
+static void
+check_blocked_ops(yt_dtype dtype, int64_t cache)
+{
+    enum { R = 37, C = 1211 };
+    static double xv[C * R], yv[R * C], wide[R * 2 * C], colv[R], want[R * C];
+    static bool cond[C * R];
+    for (int64_t i = 0; i < C * R; i++) {
+        xv[i] = (double)(i % 97);
+        yv[i] = (double)((i * 7) % 89);
+        cond[i] = i % 3 == 0;
+    }
+    for (int64_t i = 0; i < R * 2 * C; i++)
+        wide[i] = (double)(i % 83);
+    for (int64_t r = 0; r < R; r++)
+        colv[r] = (double)(r % 11);
+    int64_t xs[2] = {C, R}, ys[2] = {R, C}, ws[2] = {R, 2 * C}, cs[2] = {R, 1};
+    yt_tensor *x64 = yt_tensor_from_data(xv, xs, 2, YT_DTYPE_F64);
+    yt_tensor *y64 = yt_tensor_from_data(yv, ys, 2, YT_DTYPE_F64);
+    yt_tensor *w64 = yt_tensor_from_data(wide, ws, 2, YT_DTYPE_F64);
+    yt_tensor *c64 = yt_tensor_from_data(colv, cs, 2, YT_DTYPE_F64);
+    yt_tensor *cb = yt_tensor_from_data(cond, xs, 2, YT_DTYPE_BOOL);
+    yt_tensor *x = yt_to(x64, dtype), *y = yt_to(y64, dtype), *w = yt_to(w64, dtype);
+    yt_tensor *col = yt_to(c64, dtype);
+    yt_tensor *xt = yt_transpose(x, 0, 1), *condt = yt_transpose(cb, 0, 1);
+    yt_tensor *every_other = yt_slice_ex(w, 1, 0, 2 * C, 2);
+    cr_assert_not_null(every_other, "%s", yt_errmsg());
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++)
+            want[r * C + c] = xv[c * R + r] + yv[r * C + c];
+    expect_grid(yt_add(xt, y), want, R, C, "x.t() + y", dtype, cache);
+    yt_tensor *acc = yt_clone(y);
+    cr_assert_eq(yt_add_(acc, xt), YT_OK, "%s", yt_errmsg());
+    expect_grid(acc, want, R, C, "y.add_(x.t())", dtype, cache);
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++)
+            want[r * C + c] = cond[c * R + r] ? xv[c * R + r] : yv[r * C + c];
+    expect_grid(yt_where(condt, xt, y), want, R, C, "where(cond.t(), x.t(), y)", dtype, cache);
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++)
+            want[r * C + c] = xv[c * R + r] + colv[r];
+    expect_grid(yt_add(xt, col), want, R, C, "x.t() + col", dtype, cache);
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++)
+            want[r * C + c] = xv[c * R + r] + wide[r * 2 * C + 2 * c];
+    expect_grid(yt_add(xt, every_other), want, R, C, "x.t() + w[:, ::2]", dtype, cache);
+
+    yt_release(every_other);
+    yt_release(condt);
+    yt_release(xt);
+    yt_release(col);
+    yt_release(w);
+    yt_release(y);
+    yt_release(x);
+    yt_release(cb);
+    yt_release(c64);
+    yt_release(w64);
+    yt_release(y64);
+    yt_release(x64);
+}
+
+/* check_blocked_ops for every element size the blocks copy in registers or element by element,
+ * with and without the prefetches (the cache size forced to 64 KiB besides the machine's). */
+Test(pointwise, generated_loops_in_block_form)
+{
+    const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_F16, YT_DTYPE_BF16, YT_DTYPE_I32,
+                               YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
+    const int64_t caches[] = {0, 64 << 10};
+    for (size_t cs = 0; cs < sizeof caches / sizeof caches[0]; cs++) {
+        yt__set_cache_bytes(caches[cs]);
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+            check_blocked_ops(dtypes[d], caches[cs]);
+    }
+    yt__set_cache_bytes(0);
     YT_ASSERT_NO_LEAKS();
 }
 

@@ -1,0 +1,191 @@
+/* The blocked traversal of a pointwise loop over an input transposed against the output (see
+ * runtime/pointwise.c, "blocked traversal"): yt__run_blocks, inlined into each loop's block
+ * function (generated/kernels_pointwise.c, runtime/copy.c) together with the loop's body, so
+ * that a block goes from the transposing registers to the loop's arithmetic through a buffer of
+ * at most 1 KiB that stays in L1, with no call between them. */
+#ifndef YT_POINTWISE_BLOCKS_H
+#define YT_POINTWISE_BLOCKS_H
+
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+#include <string.h>
+
+#include "internal.h"
+
+#define YT__BLOCK_INLINE static inline __attribute__((always_inline))
+
+#ifdef __AVX2__
+/* One 8 x 8 block of 4-byte elements: 8 loads along i, an in-register transpose, 8 stores along
+ * j into rows dn elements apart. Shuffles only, so every bit pattern (NaN payloads, integers) is
+ * copied exactly. */
+YT__BLOCK_INLINE void
+yt__transpose8x8_32(float *d, int64_t dn, const char *src, int64_t s0)
+{
+#define LOAD(k)     _mm256_loadu_ps((const float *)(src + (k)*s0))
+#define STORE(i, v) _mm256_storeu_ps(d + (i)*dn, v)
+    __m256 r0 = LOAD(0), r1 = LOAD(1), r2 = LOAD(2), r3 = LOAD(3);
+    __m256 r4 = LOAD(4), r5 = LOAD(5), r6 = LOAD(6), r7 = LOAD(7);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    STORE(0, _mm256_permute2f128_ps(u0, u4, 0x20));
+    STORE(1, _mm256_permute2f128_ps(u1, u5, 0x20));
+    STORE(2, _mm256_permute2f128_ps(u2, u6, 0x20));
+    STORE(3, _mm256_permute2f128_ps(u3, u7, 0x20));
+    STORE(4, _mm256_permute2f128_ps(u0, u4, 0x31));
+    STORE(5, _mm256_permute2f128_ps(u1, u5, 0x31));
+    STORE(6, _mm256_permute2f128_ps(u2, u6, 0x31));
+    STORE(7, _mm256_permute2f128_ps(u3, u7, 0x31));
+#undef LOAD
+#undef STORE
+}
+
+/* One 4 x 4 block of 8-byte elements, as yt__transpose8x8_32 does it. Named loads, not an array
+ * filled in a loop: GCC (-O2) kept such an array on the stack, and the shuffles then read it back
+ * through store forwarding. */
+YT__BLOCK_INLINE void
+yt__transpose4x4_64(double *d, int64_t dn, const char *src, int64_t s0)
+{
+    __m256d r0 = _mm256_loadu_pd((const double *)src);
+    __m256d r1 = _mm256_loadu_pd((const double *)(src + s0));
+    __m256d r2 = _mm256_loadu_pd((const double *)(src + 2 * s0));
+    __m256d r3 = _mm256_loadu_pd((const double *)(src + 3 * s0));
+    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd(d + dn, _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd(d + 2 * dn, _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd(d + 3 * dn, _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+#endif
+
+/* yt__copy_block for any layout and element size, element by element (out of line: a broadcast
+ * or doubly strided input beside a transposed one is rare, and inlined this would take registers
+ * from the common case). */
+YT_INTERNAL void yt__copy_block_any(char *dst, int64_t dn, const char *src, int64_t s0,
+                                    int64_t s1, int64_t es);
+
+/* Side of the square blocks for operands of these sizes (bytes per element, out first): a cache
+ * line of the widest input's elements (16 f32, 8 f64), at least YT__BLOCK and at most twice that,
+ * so that a block uses whole lines of the transposed input and of the operands read in place. */
+YT__BLOCK_INLINE int64_t
+yt__block_side(int n_ops, const int64_t *esize)
+{
+    int64_t widest = 1;
+    for (int k = 1; k < n_ops; k++)
+        widest = esize[k] > widest ? esize[k] : widest;
+    int64_t side = 64 / widest;
+    return side < YT__BLOCK ? YT__BLOCK : side > 2 * YT__BLOCK ? 2 * YT__BLOCK : side;
+}
+
+/* Copies the YT__BLOCK x YT__BLOCK block whose element (r, c) is at src + r * s1 + c * s0 into
+ * dst, row-major with rows dn elements apart. A transposed input (s1 == es) of 4- or 8-byte
+ * elements goes through registers. es is a constant where this is inlined. */
+YT__BLOCK_INLINE void
+yt__copy_block(char *dst, int64_t dn, const char *src, int64_t s0, int64_t s1, int64_t es)
+{
+#ifdef __AVX2__
+    if (s1 == es && es == 4) {
+        yt__transpose8x8_32((float *)dst, dn, src, s0);
+        return;
+    }
+    if (s1 == es && es == 8) {
+        double *d = (double *)dst;
+        yt__transpose4x4_64(d, dn, src, s0);
+        yt__transpose4x4_64(d + 4 * dn, dn, src + 4 * es, s0);
+        yt__transpose4x4_64(d + 4, dn, src + 4 * s0, s0);
+        yt__transpose4x4_64(d + 4 * dn + 4, dn, src + 4 * es + 4 * s0, s0);
+        return;
+    }
+#endif
+    yt__copy_block_any(dst, dn, src, s0, s1, es);
+}
+
+/* Runs `rows_fn` (a loop's body, inlined here) over strip `s`, whose rows are a multiple of
+ * YT__BLOCK and columns of yt__block_side(): the columns a side at a time, and for each, the rows
+ * a side at a time (the last YT__BLOCK of them alone when the side is twice that). Of each block,
+ * the inputs in s->copied are first copied into a buffer (yt__copy_block, per 8 x 8 piece); the
+ * others, the output always among them, are contiguous along the row and read in place. So the
+ * loop body runs at a constant row length, where only its contiguous path remains (two vectors
+ * a row for f32), and every line a block reads or writes is used whole. With s->ahead set, each
+ * block column first fetches the lines that far along the rows of the operands read in place.
+ * n_ops and esize (bytes per element of each operand, out first) are constants in every
+ * caller.
+ *
+ * Written so that GCC keeps the block loop in registers: the pointers advance a block at a time,
+ * the prefetches stay outside the block loop, and the edges are the caller's (copying *s into
+ * locals spilled, and measured 20-30% slower). */
+YT__BLOCK_INLINE void
+yt__run_blocks(const yt__block_strip *s, int n_ops, const int64_t *esize, yt__loop_fn rows_fn,
+               const void *ctx)
+{
+    enum { MAX_SIDE = 2 * YT__BLOCK };
+    _Alignas(64) char buffers[YT__MAX_OPERANDS][MAX_SIDE * MAX_SIDE * 8];
+    const int64_t side = yt__block_side(n_ops, esize);
+    const unsigned copied = s->copied & ~1u; /* never the output */
+    char *data[YT__MAX_OPERANDS];
+    int64_t row_strides[YT__MAX_OPERANDS];
+#pragma GCC unroll 8
+    for (int k = 0; k < n_ops; k++)
+        row_strides[k] = (copied >> k) & 1 ? side * esize[k] : s->row_strides[k];
+    for (int64_t j = 0; j < s->cols; j += side) {
+#pragma GCC unroll 8
+        for (int k = 1; k < n_ops; k++) {
+            const char *next = s->next[k];
+            if (next == NULL)
+                continue;
+            for (int64_t c = j; c < j + side; c++) {
+                __builtin_prefetch(next + c * s->col_strides[k], 0, 1);
+                __builtin_prefetch(next + c * s->col_strides[k] + s->next_last[k], 0, 1);
+            }
+        }
+        const char *at[YT__MAX_OPERANDS];
+#pragma GCC unroll 8
+        for (int k = 0; k < n_ops; k++)
+            at[k] = s->data[k] + j * s->col_strides[k];
+        if (s->ahead > 0) {
+#pragma GCC unroll 8
+            for (int k = 0; k < n_ops; k++) {
+                if ((copied >> k) & 1)
+                    continue;
+                for (int64_t r = 0; r < s->rows; r++) {
+                    const char *row = at[k] + r * s->row_strides[k] + s->ahead;
+                    for (int64_t b = 0; b < side * esize[k]; b += 64) {
+                        if (k == 0)
+                            __builtin_prefetch(row + b, 1, 2);
+                        else
+                            __builtin_prefetch(row + b, 0, 2);
+                    }
+                }
+            }
+        }
+        for (int64_t i = 0; i < s->rows;) {
+            const int64_t height = s->rows - i < side ? YT__BLOCK : side;
+#pragma GCC unroll 8
+            for (int k = 0; k < n_ops; k++) {
+                if ((copied >> k) & 1) {
+                    for (int64_t c = 0; c < side; c += YT__BLOCK)
+                        for (int64_t r = 0; r < height; r += YT__BLOCK)
+                            yt__copy_block(buffers[k] + (r * side + c) * esize[k], side,
+                                           at[k] + r * s->row_strides[k] +
+                                               c * s->col_strides[k],
+                                           s->col_strides[k], s->row_strides[k], esize[k]);
+                    data[k] = buffers[k];
+                } else {
+                    data[k] = (char *)at[k];
+                }
+                at[k] += height * s->row_strides[k];
+            }
+            rows_fn(data, esize, side, row_strides, height, ctx);
+            i += height;
+        }
+    }
+}
+
+#endif
