@@ -68,8 +68,8 @@ yt__transpose4x4_64(double *d, int64_t dn, const char *src, int64_t s0)
 /* yt__copy_block for any layout and element size, element by element (out of line: a broadcast
  * or doubly strided input beside a transposed one is rare, and inlined this would take registers
  * from the common case). */
-YT_INTERNAL void yt__copy_block_any(char *dst, int64_t dn, const char *src, int64_t s0,
-                                    int64_t s1, int64_t es);
+YT_INTERNAL void yt__copy_block_any(char *dst, int64_t dn, const char *src, int64_t s0, int64_t s1,
+                                    int64_t es);
 
 /* Side of the square blocks for operands of these sizes (bytes per element, out first): a cache
  * line of the widest input's elements (16 f32, 8 f64), at least YT__BLOCK and at most twice that,
@@ -125,8 +125,8 @@ YT__BLOCK_INLINE void
 yt__run_blocks(const yt__block_strip *s, int n_ops, const int64_t *esize, yt__loop_fn rows_fn,
                const void *ctx)
 {
-    enum { MAX_SIDE = 2 * YT__BLOCK };
-    _Alignas(64) char buffers[YT__MAX_OPERANDS][MAX_SIDE * MAX_SIDE * 8];
+    /* a block is at most 2 * YT__BLOCK rows of at most a line (yt__block_side) */
+    _Alignas(64) char buffers[YT__MAX_OPERANDS][2 * YT__BLOCK * 64];
     const int64_t side = yt__block_side(n_ops, esize);
     const unsigned copied = s->copied & ~1u; /* never the output */
     char *data[YT__MAX_OPERANDS];
@@ -173,8 +173,7 @@ yt__run_blocks(const yt__block_strip *s, int n_ops, const int64_t *esize, yt__lo
                     for (int64_t c = 0; c < side; c += YT__BLOCK)
                         for (int64_t r = 0; r < height; r += YT__BLOCK)
                             yt__copy_block(buffers[k] + (r * side + c) * esize[k], side,
-                                           at[k] + r * s->row_strides[k] +
-                                               c * s->col_strides[k],
+                                           at[k] + r * s->row_strides[k] + c * s->col_strides[k],
                                            s->col_strides[k], s->row_strides[k], esize[k]);
                     data[k] = buffers[k];
                 } else {
