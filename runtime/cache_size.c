@@ -1,7 +1,8 @@
 /* The size of the last-level cache, for kernels that choose between cached and non-temporal
- * stores, and for the tiling choices of runtime/pointwise.c. Read once from Linux's sysfs, which reports what this machine (or VM) is given: cpuid's
- * figure (sysconf's _SC_LEVEL3_CACHE_SIZE) can be the whole host's, 320 MiB in a 2-vCPU guest
- * whose sysfs says 32 MiB. */
+ * stores, and for the prefetching choices of runtime/pointwise.c. Read once from Linux's sysfs,
+ * which reports what this machine (or VM) is given: cpuid's figure (sysconf's
+ * _SC_LEVEL3_CACHE_SIZE) can be the whole host's, 320 MiB in a 2-vCPU guest whose sysfs says
+ * 32 MiB. */
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>

@@ -314,8 +314,8 @@ YT_INTERNAL bool yt__view_strides(int64_t *strides, const yt_tensor *self, const
 
 /* Loop over `rows` rows of `n` elements: data[0] is the output, data[1..] the inputs, each at
  * the start of its first row; strides[k] steps operand k along a row and row_strides[k] from one
- * row to the next, in bytes (0 for a broadcast input). Rows come in blocks so that a strided or
- * tiled traversal pays one call per block, not per row (PyTorch's loop2d). */
+ * row to the next, in bytes (0 for a broadcast input). Rows come in blocks so that a strided
+ * traversal pays one call per block, not per row (PyTorch's loop2d). */
 typedef void (*yt__loop_fn)(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx);
 
@@ -360,8 +360,8 @@ YT_INTERNAL yt_status yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *
 
 /* Bytes of the last-level cache the first CPU shares (runtime/cache_size.c). A kernel whose
  * operands together exceed it cannot keep what it writes in cache for the next op, so it may write
- * with non-temporal stores and save the read-for-ownership of every output line; the tiled
- * pointwise traversal sizes its tiles and prefetches from it. */
+ * with non-temporal stores and save the read-for-ownership of every output line; the blocked
+ * pointwise traversal decides on its prefetches from it. */
 YT_INTERNAL int64_t yt__cache_bytes(void);
 /* For tests: makes yt__cache_bytes() return `bytes` (0 or less: the machine's size again), so
  * small tensors take the paths meant for large ones. */
