@@ -510,7 +510,7 @@ static void
 expect_grid(yt_tensor *t, const double *want, int64_t rows, int64_t cols, const char *what,
             yt_dtype dtype, int64_t cache)
 {
-    static double got[64 * 1300];
+    static double got[133 * 2048]; /* the largest grid here: check_packed_ops on u8 */
     cr_assert_not_null(t, "%s %s: %s", what, yt_dtype_name(dtype), yt_errmsg());
     cr_assert_eq(yt_tensor_copy_to(t, got, sizeof got, YT_DTYPE_F64), YT_OK, "%s", yt_errmsg());
     for (int64_t r = 0; r < rows; r++)
@@ -601,6 +601,87 @@ Test(pointwise, generated_loops_in_block_form)
         yt__set_cache_bytes(caches[cs]);
         for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
             check_blocked_ops(dtypes[d], caches[cs]);
+    }
+    yt__set_cache_bytes(0);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* The packed traversal (runtime/pointwise.c, run_packed), which operands whose rows are a
+ * multiple of 2 KiB apart take from the last-level cache: [133, W] with W elements 2 KiB, so
+ * two strips of 64 rows (f32) and a last one of 69, the 5 past 64 an edge; an input transposed
+ * against the output, in place into a narrower view (3 columns short of W: a column edge, and a
+ * last panel narrower than the others), where() with two copied inputs of different sizes, and
+ * a broadcast column. */
+static void
+check_packed_ops(yt_dtype dtype, int64_t cache)
+{
+    enum { R = 133, MAX_W = 2048 };
+    const int64_t W = 2048 / (int64_t)yt_dtype_size(dtype), narrow = W - 3;
+    static double xv[MAX_W * R], yv[R * MAX_W], colv[R], want[R * MAX_W];
+    static bool cond[MAX_W * R];
+    for (int64_t i = 0; i < W * R; i++) {
+        xv[i] = (double)(i % 97);
+        yv[i] = (double)((i * 7) % 89);
+        cond[i] = i % 3 == 0;
+    }
+    for (int64_t r = 0; r < R; r++)
+        colv[r] = (double)(r % 11);
+    int64_t xs[2] = {W, R}, ys[2] = {R, W}, cs[2] = {R, 1};
+    yt_tensor *x64 = yt_tensor_from_data(xv, xs, 2, YT_DTYPE_F64);
+    yt_tensor *y64 = yt_tensor_from_data(yv, ys, 2, YT_DTYPE_F64);
+    yt_tensor *c64 = yt_tensor_from_data(colv, cs, 2, YT_DTYPE_F64);
+    yt_tensor *cb = yt_tensor_from_data(cond, xs, 2, YT_DTYPE_BOOL);
+    yt_tensor *x = yt_to(x64, dtype), *y = yt_to(y64, dtype), *col = yt_to(c64, dtype);
+    yt_tensor *xt = yt_transpose(x, 0, 1), *condt = yt_transpose(cb, 0, 1);
+    cr_assert_not_null(xt, "%s", yt_errmsg());
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < W; c++)
+            want[r * W + c] = xv[c * R + r] + yv[r * W + c];
+    expect_grid(yt_add(xt, y), want, R, W, "x.t() + y, rows 2 KiB", dtype, cache);
+    yt_tensor *acc = yt_clone(y), *acc_view = yt_narrow(acc, 1, 0, narrow);
+    yt_tensor *xt_view = yt_narrow(xt, 1, 0, narrow);
+    cr_assert_not_null(xt_view, "%s", yt_errmsg());
+    cr_assert_eq(yt_add_(acc_view, xt_view), YT_OK, "%s", yt_errmsg());
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = narrow; c < W; c++)
+            want[r * W + c] = yv[r * W + c]; /* past the view: untouched */
+    expect_grid(acc, want, R, W, "y[:, :W-3].add_(x.t()[:, :W-3])", dtype, cache);
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < W; c++)
+            want[r * W + c] = cond[c * R + r] ? xv[c * R + r] : yv[r * W + c];
+    expect_grid(yt_where(condt, xt, y), want, R, W, "where(cond.t(), x.t(), y)", dtype, cache);
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < W; c++)
+            want[r * W + c] = xv[c * R + r] + colv[r];
+    expect_grid(yt_add(xt, col), want, R, W, "x.t() + col", dtype, cache);
+
+    yt_release(xt_view);
+    yt_release(acc_view);
+    yt_release(condt);
+    yt_release(xt);
+    yt_release(col);
+    yt_release(y);
+    yt_release(x);
+    yt_release(cb);
+    yt_release(c64);
+    yt_release(y64);
+    yt_release(x64);
+}
+
+/* check_packed_ops for 1- to 8-byte elements, with the last-level cache forced to 4 MiB, whose
+ * window for the packed traversal (runtime/pointwise.c, packed_panel: 256 KiB to 1.5 MiB of
+ * operands) these operands (272 KiB each) fall in, and to the machine's, where they take the
+ * blocks. */
+Test(pointwise, rows_a_power_of_two_apart_through_packed_panels)
+{
+    const yt_dtype dtypes[] = {YT_DTYPE_U8, YT_DTYPE_F16, YT_DTYPE_I32, YT_DTYPE_F32, YT_DTYPE_F64};
+    const int64_t caches[] = {4 << 20, 0};
+    for (size_t cs = 0; cs < sizeof caches / sizeof caches[0]; cs++) {
+        yt__set_cache_bytes(caches[cs]);
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+            check_packed_ops(dtypes[d], caches[cs]);
     }
     yt__set_cache_bytes(0);
     YT_ASSERT_NO_LEAKS();
