@@ -32,6 +32,7 @@ typedef struct iter {
     bool prefetch;               /* blocked traversal: fetch the next strip during this one */
     int64_t height;              /* strips: rows per strip */
     int64_t panel;               /* strips: columns per panel of the packed traversal; 0: blocks */
+    int64_t block_panel;         /* strips: columns per panel of the blocks; 0: all */
     unsigned streams;            /* rows: bit k set when run_row_prefetching fetches operand k */
 } iter;
 
@@ -389,6 +390,27 @@ packed_panel(const iter *it, int64_t bytes)
     return panel >= YT__BLOCK ? panel : 0;
 }
 
+/* From memory, the next strip's lines of a transposed input whose columns are a multiple of
+ * SHARED_SETS_BYTES apart, fetched a strip ahead, did not last until that strip when it was
+ * thousands of columns long; the blocks then go over the strips a panel of BLOCK_PANEL columns
+ * at a time. f32, one thread, against contiguous: [2048, 2048] add 0.37-0.38x -> 0.43-0.48x, neg
+ * 0.44-0.47x -> 0.52-0.60x; [2048, 1000] add 0.42-0.43x -> 0.56-0.57x; [1024, 4096] add 0.34x ->
+ * 0.45-0.47x. 256 and 1024 columns did no better, and without such strides panels lost
+ * ([10000, 1000] add 0.55-0.56x -> 0.50x). */
+enum { BLOCK_PANEL = 512 };
+
+/* Columns per panel of the blocked traversal, or 0 for all of them. */
+static int64_t
+block_panel(const iter *it)
+{
+    if (!it->prefetch || it->panel > 0)
+        return 0;
+    for (int k = 1; k < it->n_ops; k++)
+        if (transposed_input(it, k) && it->strides[0][k] % SHARED_SETS_BYTES == 0)
+            return BLOCK_PANEL;
+    return 0;
+}
+
 /* yt__copy_block with an element size known only here (so its common sizes are inlined). */
 static void
 copy_block(char *dst, int64_t dn, const char *src, int64_t s0, int64_t s1, int64_t es)
@@ -479,57 +501,78 @@ run_packed(const iter *it, const yt__block_strip *s, const void *ctx)
     }
 }
 
-/* Runs strips [begin, end) of `height` rows (of dim 1), every outer index included: strip q
- * is rows [(q % strips1) * height, ...) of outer index q / strips1. The block form takes each
- * strip's rows down to a multiple of 8 and columns down to one of the block side; run_edge the
- * rest. */
+/* Points s at strip q (rows [(q % strips1) * height, ...) of outer index q / strips1) from
+ * column c0 on, the next strip's prefetches included, and returns its rows. */
+static int64_t
+point_at_strip(const iter *it, int64_t q, int64_t strips1, int64_t c0, yt__block_strip *s)
+{
+    const int64_t n1 = it->sizes[1], height = it->height, *s1 = it->strides[1];
+    int64_t outer = q / strips1, i0 = (q % strips1) * height;
+    const bool last = q % strips1 == strips1 - 1;
+    const int64_t rows = last ? n1 - i0 : height;
+    s->rows = rows / YT__BLOCK * YT__BLOCK;
+    for (int k = 0; k < it->n_ops; k++)
+        s->data[k] = it->base[k] + i0 * s1[k] + c0 * it->strides[0][k];
+    for (int d = 2; d < it->dim; d++) {
+        int64_t idx = outer % it->sizes[d];
+        outer /= it->sizes[d];
+        for (int k = 0; k < it->n_ops; k++)
+            s->data[k] += idx * it->strides[d][k];
+    }
+    /* the next strip's rows: the last one of this outer index takes in any remainder */
+    const int64_t next_rows = q % strips1 == strips1 - 2 ? n1 - i0 - height : height;
+    for (int k = 0; k < it->n_ops; k++) {
+        bool ahead = it->prefetch && !last && transposed_input(it, k);
+        s->next[k] = ahead ? s->data[k] + height * s1[k] : NULL;
+        s->next_last[k] = (next_rows - 1) * it->esize[k];
+    }
+    return rows;
+}
+
+/* Runs strips [begin, end) of it->height rows (of dim 1), every outer index included, a panel
+ * of columns at a time (it->block_panel, or all of them). The block form or run_packed takes
+ * each strip's rows down to a multiple of 8 and columns down to one of the block side (of 8 for
+ * run_packed); run_edge the rest, with the last panel. */
 static void
 run_strips(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, yt__block_fn blocks,
            const void *ctx)
 {
-    const int64_t n0 = it->sizes[0], n1 = it->sizes[1], height = it->height;
-    const int64_t strips1 = strip_count(n1, height);
+    const int64_t n0 = it->sizes[0], strips1 = strip_count(it->sizes[1], it->height);
     const int64_t side = yt__block_side(it->n_ops, it->esize);
-    const int64_t *s1 = it->strides[1];
     yt__block_strip s;
     s.loop = loop;
     s.copied = 0;
-    s.cols = it->panel > 0 ? n0 / YT__BLOCK * YT__BLOCK : n0 / side * side;
     s.ahead = it->prefetch ? AHEAD_BYTES : 0;
     for (int k = 0; k < it->n_ops; k++) {
         s.col_strides[k] = it->strides[0][k];
-        s.row_strides[k] = s1[k];
+        s.row_strides[k] = it->strides[1][k];
         if (it->strides[0][k] != it->esize[k])
             s.copied |= 1u << k;
     }
-    for (int64_t q = begin; q < end; q++) {
-        int64_t outer = q / strips1, i0 = (q % strips1) * height;
-        const bool last = q % strips1 == strips1 - 1;
-        const int64_t rows = last ? n1 - i0 : height;
-        s.rows = rows / YT__BLOCK * YT__BLOCK;
-        for (int k = 0; k < it->n_ops; k++)
-            s.data[k] = it->base[k] + i0 * s1[k];
-        for (int d = 2; d < it->dim; d++) {
-            int64_t idx = outer % it->sizes[d];
-            outer /= it->sizes[d];
-            for (int k = 0; k < it->n_ops; k++)
-                s.data[k] += idx * it->strides[d][k];
+    const int64_t cols = it->panel > 0 ? n0 / YT__BLOCK * YT__BLOCK : n0 / side * side;
+    const int64_t panel = it->block_panel / side * side;
+    const int64_t width = panel > 0 && panel < cols ? panel : cols;
+    for (int64_t c0 = 0;; c0 += width) {
+        const bool last_panel = c0 + width >= cols;
+        for (int64_t q = begin; q < end; q++) {
+            const int64_t rows = point_at_strip(it, q, strips1, c0, &s);
+            s.cols = last_panel ? cols - c0 : width;
+            if (it->panel > 0)
+                run_packed(it, &s, ctx);
+            else if (s.cols > 0)
+                blocks(&s, ctx);
+            if (!last_panel)
+                continue;
+            if (c0 > 0)
+                point_at_strip(it, q, strips1, 0, &s);
+            s.cols = cols;
+            if (s.cols < n0)
+                run_edge(it, &s, 0, rows, s.cols, n0, ctx);
+            if (s.rows < rows && s.cols > 0)
+                run_edge(it, &s, s.rows, rows, 0, s.cols, ctx);
         }
-        /* the next strip's rows: the last one of this outer index takes in any remainder */
-        const int64_t next_rows = q % strips1 == strips1 - 2 ? n1 - i0 - height : height;
-        for (int k = 0; k < it->n_ops; k++) {
-            bool ahead = it->prefetch && !last && transposed_input(it, k);
-            s.next[k] = ahead ? s.data[k] + height * s1[k] : NULL;
-            s.next_last[k] = (next_rows - 1) * it->esize[k];
-        }
-        if (it->panel > 0)
-            run_packed(it, &s, ctx);
-        else if (s.cols > 0)
-            blocks(&s, ctx);
-        if (s.cols < n0)
-            run_edge(it, &s, 0, rows, s.cols, n0, ctx);
-        if (s.rows < rows && s.cols > 0)
-            run_edge(it, &s, s.rows, rows, 0, s.cols, ctx);
+        if (last_panel)
+            return;
     }
 }
 
@@ -670,6 +713,7 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         it.prefetch = bytes > prefetch_bytes();
         it.panel = packed_panel(&it, bytes);
         it.height = strip_rows(&it) * (it.panel > 0 ? PACKED_STRIPS : 1);
+        it.block_panel = block_panel(&it);
         int64_t strips = numel / it.sizes[0] / it.sizes[1] * strip_count(it.sizes[1], it.height);
         run_split(&it, numel, strips, loop, blocks, ctx);
         return YT_OK;

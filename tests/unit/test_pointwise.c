@@ -510,7 +510,7 @@ static void
 expect_grid(yt_tensor *t, const double *want, int64_t rows, int64_t cols, const char *what,
             yt_dtype dtype, int64_t cache)
 {
-    static double got[133 * 2048]; /* the largest grid here: check_packed_ops on u8 */
+    static double got[2045 * 1211]; /* the largest grid here: check_block_panels on u8 */
     cr_assert_not_null(t, "%s %s: %s", what, yt_dtype_name(dtype), yt_errmsg());
     cr_assert_eq(yt_tensor_copy_to(t, got, sizeof got, YT_DTYPE_F64), YT_OK, "%s", yt_errmsg());
     for (int64_t r = 0; r < rows; r++)
@@ -682,6 +682,56 @@ Test(pointwise, rows_a_power_of_two_apart_through_packed_panels)
         yt__set_cache_bytes(caches[cs]);
         for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
             check_packed_ops(dtypes[d], caches[cs]);
+    }
+    yt__set_cache_bytes(0);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* The blocked traversal a panel of columns at a time (runtime/pointwise.c, block_panel), which
+ * it takes from memory when a transposed input's columns are a multiple of 2 KiB apart: x.t()
+ * on [H - 3, 1211] where x has rows of H elements, 2 KiB, so the 1211 columns are panels of 512
+ * and one narrower, and then an edge; added into a fresh output and in place. */
+static void
+check_block_panels(yt_dtype dtype, int64_t cache)
+{
+    enum { C = 1211, MAX_H = 2048 };
+    const int64_t H = 2048 / (int64_t)yt_dtype_size(dtype), R = H - 3;
+    static double xv[C * MAX_H], yv[MAX_H * C], want[MAX_H * C];
+    for (int64_t i = 0; i < C * H; i++)
+        xv[i] = (double)(i % 97);
+    for (int64_t i = 0; i < R * C; i++)
+        yv[i] = (double)((i * 7) % 89);
+    int64_t xs[2] = {C, H}, ys[2] = {R, C};
+    yt_tensor *x64 = yt_tensor_from_data(xv, xs, 2, YT_DTYPE_F64);
+    yt_tensor *y64 = yt_tensor_from_data(yv, ys, 2, YT_DTYPE_F64);
+    yt_tensor *x = yt_to(x64, dtype), *y = yt_to(y64, dtype);
+    yt_tensor *x_rows = yt_narrow(x, 1, 0, R), *xt = yt_transpose(x_rows, 0, 1);
+    cr_assert_not_null(xt, "%s", yt_errmsg());
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++)
+            want[r * C + c] = xv[c * H + r] + yv[r * C + c];
+    expect_grid(yt_add(xt, y), want, R, C, "x.t() + y, columns 2 KiB apart", dtype, cache);
+    yt_tensor *acc = yt_clone(y);
+    cr_assert_eq(yt_add_(acc, xt), YT_OK, "%s", yt_errmsg());
+    expect_grid(acc, want, R, C, "y.add_(x.t()), columns 2 KiB apart", dtype, cache);
+    yt_release(xt);
+    yt_release(x_rows);
+    yt_release(y);
+    yt_release(x);
+    yt_release(y64);
+    yt_release(x64);
+}
+
+/* check_block_panels with the last-level cache forced to 4 MiB, from which these operands (2.5
+ * MB or more each) count as coming from memory, and at the machine's size, where they do not. */
+Test(pointwise, transposed_columns_a_power_of_two_apart_in_panels)
+{
+    const yt_dtype dtypes[] = {YT_DTYPE_U8, YT_DTYPE_F16, YT_DTYPE_F32, YT_DTYPE_F64};
+    const int64_t caches[] = {4 << 20, 0};
+    for (size_t cs = 0; cs < sizeof caches / sizeof caches[0]; cs++) {
+        yt__set_cache_bytes(caches[cs]);
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+            check_block_panels(dtypes[d], caches[cs]);
     }
     yt__set_cache_bytes(0);
     YT_ASSERT_NO_LEAKS();
