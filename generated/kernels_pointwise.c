@@ -34,7 +34,7 @@ typedef struct pointwise_scalar {
 
 /* ---- add: self + checked_alpha(alpha) * other   (ops.yaml:8) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -98,7 +98,7 @@ add_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -162,7 +162,7 @@ add_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -226,7 +226,7 @@ add_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -290,7 +290,7 @@ add_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -354,7 +354,7 @@ add_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -418,7 +418,7 @@ add_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -484,7 +484,7 @@ add_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -550,7 +550,7 @@ add_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -614,7 +614,7 @@ add_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -717,7 +717,7 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
 
 /* ---- add: self + checked_alpha(alpha) * other   (ops.yaml:17) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -758,7 +758,7 @@ add_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -799,7 +799,7 @@ add_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -840,7 +840,7 @@ add_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -881,7 +881,7 @@ add_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -922,7 +922,7 @@ add_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -963,7 +963,7 @@ add_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -1005,7 +1005,7 @@ add_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -1047,7 +1047,7 @@ add_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -1088,7 +1088,7 @@ add_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 add_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -1177,7 +1177,7 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
 
 /* ---- sub: self - checked_alpha(alpha) * other   (ops.yaml:25) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -1241,7 +1241,7 @@ sub_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -1305,7 +1305,7 @@ sub_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -1369,7 +1369,7 @@ sub_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -1433,7 +1433,7 @@ sub_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -1497,7 +1497,7 @@ sub_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -1563,7 +1563,7 @@ sub_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -1629,7 +1629,7 @@ sub_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -1693,7 +1693,7 @@ sub_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -1794,7 +1794,7 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
 
 /* ---- sub: self - checked_alpha(alpha) * other   (ops.yaml:34) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -1835,7 +1835,7 @@ sub_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -1876,7 +1876,7 @@ sub_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -1917,7 +1917,7 @@ sub_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -1958,7 +1958,7 @@ sub_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -1999,7 +1999,7 @@ sub_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -2041,7 +2041,7 @@ sub_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -2083,7 +2083,7 @@ sub_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -2124,7 +2124,7 @@ sub_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sub_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -2210,7 +2210,7 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
 
 /* ---- rsub: other - checked_alpha(alpha) * self   (ops.yaml:42) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -2251,7 +2251,7 @@ rsub_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -2292,7 +2292,7 @@ rsub_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -2333,7 +2333,7 @@ rsub_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -2374,7 +2374,7 @@ rsub_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -2415,7 +2415,7 @@ rsub_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -2457,7 +2457,7 @@ rsub_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -2499,7 +2499,7 @@ rsub_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -2540,7 +2540,7 @@ rsub_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsub_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -2619,7 +2619,7 @@ yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alph
 
 /* ---- mul: self * other   (ops.yaml:50) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -2682,7 +2682,7 @@ mul_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -2745,7 +2745,7 @@ mul_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -2808,7 +2808,7 @@ mul_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -2871,7 +2871,7 @@ mul_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -2934,7 +2934,7 @@ mul_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -2997,7 +2997,7 @@ mul_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -3062,7 +3062,7 @@ mul_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -3127,7 +3127,7 @@ mul_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -3190,7 +3190,7 @@ mul_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -3288,7 +3288,7 @@ yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- mul: self * other   (ops.yaml:59) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -3328,7 +3328,7 @@ mul_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -3368,7 +3368,7 @@ mul_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -3408,7 +3408,7 @@ mul_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -3448,7 +3448,7 @@ mul_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -3488,7 +3488,7 @@ mul_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -3528,7 +3528,7 @@ mul_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -3569,7 +3569,7 @@ mul_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -3610,7 +3610,7 @@ mul_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -3650,7 +3650,7 @@ mul_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 mul_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -3735,7 +3735,7 @@ yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- div: self / other   (ops.yaml:67) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -3800,7 +3800,7 @@ div_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -3865,7 +3865,7 @@ div_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -3928,7 +3928,7 @@ div_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4014,7 +4014,7 @@ yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- div: self / other   (ops.yaml:77) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -4055,7 +4055,7 @@ div_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -4096,7 +4096,7 @@ div_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -4136,7 +4136,7 @@ div_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -4205,7 +4205,7 @@ yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- neg: -self   (ops.yaml:86) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -4244,7 +4244,7 @@ neg_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -4283,7 +4283,7 @@ neg_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4322,7 +4322,7 @@ neg_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4361,7 +4361,7 @@ neg_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4400,7 +4400,7 @@ neg_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4440,7 +4440,7 @@ neg_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -4480,7 +4480,7 @@ neg_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4519,7 +4519,7 @@ neg_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 neg_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4591,7 +4591,7 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
 
 /* ---- pow: pow(self, checked(exponent))   (ops.yaml:93) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -4631,7 +4631,7 @@ pow_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -4671,7 +4671,7 @@ pow_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4711,7 +4711,7 @@ pow_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4751,7 +4751,7 @@ pow_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4791,7 +4791,7 @@ pow_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4834,7 +4834,7 @@ pow_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -4877,7 +4877,7 @@ pow_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -4919,7 +4919,7 @@ pow_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -5005,7 +5005,7 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
 
 /* ---- pow: pow(self, exponent)   (ops.yaml:108) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5068,7 +5068,7 @@ pow_tensor_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_i8(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5131,7 +5131,7 @@ pow_tensor_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5194,7 +5194,7 @@ pow_tensor_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5257,7 +5257,7 @@ pow_tensor_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5320,7 +5320,7 @@ pow_tensor_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5387,7 +5387,7 @@ pow_tensor_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5454,7 +5454,7 @@ pow_tensor_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5519,7 +5519,7 @@ pow_tensor_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -5626,7 +5626,7 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
 
 /* ---- pow: pow(self, exponent)   (ops.yaml:118) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -5666,7 +5666,7 @@ pow_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -5706,7 +5706,7 @@ pow_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -5746,7 +5746,7 @@ pow_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -5786,7 +5786,7 @@ pow_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -5826,7 +5826,7 @@ pow_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -5869,7 +5869,7 @@ pow_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -5912,7 +5912,7 @@ pow_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -5954,7 +5954,7 @@ pow_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -6038,7 +6038,7 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 
 /* ---- maximum: maximum(self, other)   (ops.yaml:132) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -6101,7 +6101,7 @@ maximum_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -6164,7 +6164,7 @@ maximum_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -6227,7 +6227,7 @@ maximum_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -6290,7 +6290,7 @@ maximum_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -6353,7 +6353,7 @@ maximum_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -6416,7 +6416,7 @@ maximum_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -6481,7 +6481,7 @@ maximum_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -6546,7 +6546,7 @@ maximum_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -6609,7 +6609,7 @@ maximum_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 maximum_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -6707,7 +6707,7 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- minimum: minimum(self, other)   (ops.yaml:141) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -6770,7 +6770,7 @@ minimum_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -6833,7 +6833,7 @@ minimum_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -6896,7 +6896,7 @@ minimum_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -6959,7 +6959,7 @@ minimum_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -7022,7 +7022,7 @@ minimum_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -7085,7 +7085,7 @@ minimum_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -7150,7 +7150,7 @@ minimum_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -7215,7 +7215,7 @@ minimum_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -7278,7 +7278,7 @@ minimum_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 minimum_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -7376,7 +7376,7 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- clamp_min: maximum(self, checked(min))   (ops.yaml:150) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -7416,7 +7416,7 @@ clamp_min_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -7456,7 +7456,7 @@ clamp_min_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7496,7 +7496,7 @@ clamp_min_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7536,7 +7536,7 @@ clamp_min_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7576,7 +7576,7 @@ clamp_min_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7617,7 +7617,7 @@ clamp_min_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -7658,7 +7658,7 @@ clamp_min_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7698,7 +7698,7 @@ clamp_min_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7776,7 +7776,7 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 
 /* ---- clamp_max: minimum(self, checked(max))   (ops.yaml:158) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -7816,7 +7816,7 @@ clamp_max_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -7856,7 +7856,7 @@ clamp_max_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7896,7 +7896,7 @@ clamp_max_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7936,7 +7936,7 @@ clamp_max_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -7976,7 +7976,7 @@ clamp_max_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -8017,7 +8017,7 @@ clamp_max_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -8058,7 +8058,7 @@ clamp_max_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -8098,7 +8098,7 @@ clamp_max_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -8176,7 +8176,7 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 
 /* ---- clamp_min: maximum(self, min)   (ops.yaml:166) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
@@ -8239,7 +8239,7 @@ clamp_min_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
@@ -8302,7 +8302,7 @@ clamp_min_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -8365,7 +8365,7 @@ clamp_min_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -8428,7 +8428,7 @@ clamp_min_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -8491,7 +8491,7 @@ clamp_min_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -8556,7 +8556,7 @@ clamp_min_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -8621,7 +8621,7 @@ clamp_min_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -8684,7 +8684,7 @@ clamp_min_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -8789,7 +8789,7 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
 
 /* ---- clamp_max: minimum(self, max)   (ops.yaml:175) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
@@ -8852,7 +8852,7 @@ clamp_max_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
@@ -8915,7 +8915,7 @@ clamp_max_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -8978,7 +8978,7 @@ clamp_max_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -9041,7 +9041,7 @@ clamp_max_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -9104,7 +9104,7 @@ clamp_max_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -9169,7 +9169,7 @@ clamp_max_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -9234,7 +9234,7 @@ clamp_max_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -9297,7 +9297,7 @@ clamp_max_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -9402,7 +9402,7 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
 
 /* ---- remainder: remainder(self, other)   (ops.yaml:184) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -9465,7 +9465,7 @@ remainder_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -9528,7 +9528,7 @@ remainder_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -9591,7 +9591,7 @@ remainder_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -9654,7 +9654,7 @@ remainder_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -9717,7 +9717,7 @@ remainder_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -9782,7 +9782,7 @@ remainder_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -9847,7 +9847,7 @@ remainder_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -9910,7 +9910,7 @@ remainder_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -10012,7 +10012,7 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- remainder: remainder(self, other)   (ops.yaml:194) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
@@ -10052,7 +10052,7 @@ remainder_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
@@ -10092,7 +10092,7 @@ remainder_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_i16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -10132,7 +10132,7 @@ remainder_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_i32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -10172,7 +10172,7 @@ remainder_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_i64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -10212,7 +10212,7 @@ remainder_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_f16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -10253,7 +10253,7 @@ remainder_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -10294,7 +10294,7 @@ remainder_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_f32(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -10334,7 +10334,7 @@ remainder_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 remainder_scalar_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -10423,7 +10423,7 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- floor_divide: floor_divide(self, other)   (ops.yaml:202) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -10486,7 +10486,7 @@ floor_divide_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -10549,7 +10549,7 @@ floor_divide_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -10612,7 +10612,7 @@ floor_divide_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -10675,7 +10675,7 @@ floor_divide_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -10738,7 +10738,7 @@ floor_divide_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -10803,7 +10803,7 @@ floor_divide_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
@@ -10868,7 +10868,7 @@ floor_divide_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -10931,7 +10931,7 @@ floor_divide_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_divide_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -11041,7 +11041,7 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:212) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lerp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -11115,7 +11115,7 @@ lerp_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lerp_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lerp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -11189,7 +11189,7 @@ lerp_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lerp_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lerp_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -11261,7 +11261,7 @@ lerp_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lerp_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lerp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -11358,7 +11358,7 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
 
 /* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:221) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lerp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -11454,7 +11454,7 @@ lerp_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, lerp_tensor_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lerp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -11550,7 +11550,7 @@ lerp_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, lerp_tensor_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lerp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -11642,7 +11642,7 @@ lerp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, lerp_tensor_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lerp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -11762,7 +11762,7 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
 
 /* ---- addcmul: self + checked(value) * tensor1 * tensor2   (ops.yaml:235) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -11846,7 +11846,7 @@ addcmul_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -11930,7 +11930,7 @@ addcmul_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12014,7 +12014,7 @@ addcmul_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12098,7 +12098,7 @@ addcmul_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12182,7 +12182,7 @@ addcmul_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12269,7 +12269,7 @@ addcmul_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -12356,7 +12356,7 @@ addcmul_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12439,7 +12439,7 @@ addcmul_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcmul_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12561,7 +12561,7 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
 
 /* ---- addcdiv: self + checked(value) * tensor1 / tensor2   (ops.yaml:249) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcdiv_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12648,7 +12648,7 @@ addcdiv_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcdiv_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcdiv_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -12735,7 +12735,7 @@ addcdiv_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcdiv_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcdiv_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12818,7 +12818,7 @@ addcdiv_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcdiv_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 addcdiv_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -12930,7 +12930,7 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
 
 /* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:264) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -12998,7 +12998,7 @@ pow_scalar_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13066,7 +13066,7 @@ pow_scalar_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13133,7 +13133,7 @@ pow_scalar_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 pow_scalar_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13230,7 +13230,7 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
 
 /* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:274) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_u8_trunc(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13293,7 +13293,7 @@ div_tensor_mode_blocks_u8_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_u8_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_u8_floor(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13356,7 +13356,7 @@ div_tensor_mode_blocks_u8_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_u8_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_i8_trunc(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13419,7 +13419,7 @@ div_tensor_mode_blocks_i8_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i8_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_i8_floor(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13482,7 +13482,7 @@ div_tensor_mode_blocks_i8_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i8_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_i16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13545,7 +13545,7 @@ div_tensor_mode_blocks_i16_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i16_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_i16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13608,7 +13608,7 @@ div_tensor_mode_blocks_i16_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i16_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_i32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13671,7 +13671,7 @@ div_tensor_mode_blocks_i32_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i32_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_i32_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13734,7 +13734,7 @@ div_tensor_mode_blocks_i32_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i32_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_i64_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13797,7 +13797,7 @@ div_tensor_mode_blocks_i64_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i64_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_i64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13860,7 +13860,7 @@ div_tensor_mode_blocks_i64_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_i64_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13925,7 +13925,7 @@ div_tensor_mode_blocks_f16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -13990,7 +13990,7 @@ div_tensor_mode_blocks_f16_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f16_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14055,7 +14055,7 @@ div_tensor_mode_blocks_f16_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f16_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14120,7 +14120,7 @@ div_tensor_mode_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_bf16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_bf16_trunc(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14185,7 +14185,7 @@ div_tensor_mode_blocks_bf16_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_bf16_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_bf16_floor(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14250,7 +14250,7 @@ div_tensor_mode_blocks_bf16_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_bf16_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f32_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14313,7 +14313,7 @@ div_tensor_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14376,7 +14376,7 @@ div_tensor_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f32_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14439,7 +14439,7 @@ div_tensor_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14502,7 +14502,7 @@ div_tensor_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14565,7 +14565,7 @@ div_tensor_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14732,7 +14732,7 @@ yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
 
 /* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:294) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_u8_trunc(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14772,7 +14772,7 @@ div_scalar_mode_blocks_u8_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_u8_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_u8_floor(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14812,7 +14812,7 @@ div_scalar_mode_blocks_u8_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_u8_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_i8_trunc(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14852,7 +14852,7 @@ div_scalar_mode_blocks_i8_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i8_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_i8_floor(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14892,7 +14892,7 @@ div_scalar_mode_blocks_i8_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i8_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_i16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14932,7 +14932,7 @@ div_scalar_mode_blocks_i16_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i16_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_i16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -14972,7 +14972,7 @@ div_scalar_mode_blocks_i16_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i16_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_i32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15012,7 +15012,7 @@ div_scalar_mode_blocks_i32_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i32_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_i32_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15052,7 +15052,7 @@ div_scalar_mode_blocks_i32_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i32_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_i64_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15092,7 +15092,7 @@ div_scalar_mode_blocks_i64_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i64_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_i64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15132,7 +15132,7 @@ div_scalar_mode_blocks_i64_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_i64_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15173,7 +15173,7 @@ div_scalar_mode_blocks_f16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15214,7 +15214,7 @@ div_scalar_mode_blocks_f16_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f16_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15255,7 +15255,7 @@ div_scalar_mode_blocks_f16_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f16_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15296,7 +15296,7 @@ div_scalar_mode_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_bf16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_bf16_trunc(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15337,7 +15337,7 @@ div_scalar_mode_blocks_bf16_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_bf16_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_bf16_floor(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15378,7 +15378,7 @@ div_scalar_mode_blocks_bf16_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_bf16_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f32_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15418,7 +15418,7 @@ div_scalar_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15458,7 +15458,7 @@ div_scalar_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f32_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15498,7 +15498,7 @@ div_scalar_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_floor, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15538,7 +15538,7 @@ div_scalar_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15578,7 +15578,7 @@ div_scalar_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -15724,7 +15724,7 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
 
 /* ---- clamp: minimum(maximum(self, checked(min)) if min is not None else self, checked(max)) if max is not None else maximum(self, checked(min))   (ops.yaml:310) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -15773,7 +15773,7 @@ clamp_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -15821,7 +15821,7 @@ clamp_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -15870,7 +15870,7 @@ clamp_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -15919,7 +15919,7 @@ clamp_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -15968,7 +15968,7 @@ clamp_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -16017,7 +16017,7 @@ clamp_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -16066,7 +16066,7 @@ clamp_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -16114,7 +16114,7 @@ clamp_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -16204,7 +16204,7 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
 
 /* ---- clamp: minimum(maximum(self, min) if min is not None else self, max) if max is not None else maximum(self, min)   (ops.yaml:327) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -16304,7 +16304,7 @@ clamp_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -16403,7 +16403,7 @@ clamp_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -16503,7 +16503,7 @@ clamp_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -16603,7 +16603,7 @@ clamp_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -16703,7 +16703,7 @@ clamp_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -16805,7 +16805,7 @@ clamp_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
@@ -16907,7 +16907,7 @@ clamp_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -17005,7 +17005,7 @@ clamp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -17149,7 +17149,7 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
 
 /* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:344) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
 {
@@ -17229,7 +17229,7 @@ clamp_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
@@ -17309,7 +17309,7 @@ clamp_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
 {
@@ -17388,7 +17388,7 @@ clamp_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
 {
@@ -17500,7 +17500,7 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
 
 /* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:358) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -17626,7 +17626,7 @@ clamp_tensor_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -17752,7 +17752,7 @@ clamp_tensor_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -17875,7 +17875,7 @@ clamp_tensor_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18030,7 +18030,7 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
 
 /* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:372) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18144,7 +18144,7 @@ clamp_tensor_backward_min_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18258,7 +18258,7 @@ clamp_tensor_backward_min_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18369,7 +18369,7 @@ clamp_tensor_backward_min_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18510,7 +18510,7 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
 
 /* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:385) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18624,7 +18624,7 @@ clamp_tensor_backward_max_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18738,7 +18738,7 @@ clamp_tensor_backward_max_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18849,7 +18849,7 @@ clamp_tensor_backward_max_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -18990,7 +18990,7 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
 
 /* ---- div_rounding_backward: grad_output if rounding_mode is None else 0   (ops.yaml:398) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -19030,7 +19030,7 @@ div_rounding_backward_blocks_f16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f16_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -19066,7 +19066,7 @@ div_rounding_backward_blocks_f16_trunc(const yt__block_strip *s, const void *ctx
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f16_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rounding_backward_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -19106,7 +19106,7 @@ div_rounding_backward_blocks_bf16_none(const yt__block_strip *s, const void *ctx
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_bf16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rounding_backward_rows_bf16_trunc(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -19142,7 +19142,7 @@ div_rounding_backward_blocks_bf16_trunc(const yt__block_strip *s, const void *ct
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_bf16_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f32_none(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -19182,7 +19182,7 @@ div_rounding_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f32_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -19218,7 +19218,7 @@ div_rounding_backward_blocks_f32_trunc(const yt__block_strip *s, const void *ctx
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f32_trunc, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -19258,7 +19258,7 @@ div_rounding_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f64_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -19345,7 +19345,7 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
 
 /* ---- exp: exp(self)   (ops.yaml:413) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 exp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -19387,7 +19387,7 @@ exp_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, exp_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 exp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -19429,7 +19429,7 @@ exp_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, exp_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 exp_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -19470,7 +19470,7 @@ exp_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, exp_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 exp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -19534,7 +19534,7 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
 
 /* ---- log: log(self)   (ops.yaml:421) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -19576,7 +19576,7 @@ log_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -19618,7 +19618,7 @@ log_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -19659,7 +19659,7 @@ log_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -19723,7 +19723,7 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
 
 /* ---- sqrt: sqrt(self)   (ops.yaml:430) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -19763,7 +19763,7 @@ sqrt_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sqrt_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sqrt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -19803,7 +19803,7 @@ sqrt_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sqrt_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sqrt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -19842,7 +19842,7 @@ sqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sqrt_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sqrt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -19904,7 +19904,7 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
 
 /* ---- relu: 0 if self < 0 else self   (ops.yaml:439) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -19943,7 +19943,7 @@ relu_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -19982,7 +19982,7 @@ relu_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -20021,7 +20021,7 @@ relu_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -20060,7 +20060,7 @@ relu_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -20099,7 +20099,7 @@ relu_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -20139,7 +20139,7 @@ relu_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -20179,7 +20179,7 @@ relu_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -20218,7 +20218,7 @@ relu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 relu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -20290,7 +20290,7 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
 
 /* ---- threshold_backward: 0 if self <= threshold else grad_output   (ops.yaml:447) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_u8(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20355,7 +20355,7 @@ threshold_backward_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_i8(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20420,7 +20420,7 @@ threshold_backward_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_i16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20485,7 +20485,7 @@ threshold_backward_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_i32(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20550,7 +20550,7 @@ threshold_backward_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_i64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20615,7 +20615,7 @@ threshold_backward_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20681,7 +20681,7 @@ threshold_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20747,7 +20747,7 @@ threshold_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20812,7 +20812,7 @@ threshold_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 threshold_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -20922,7 +20922,7 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
 
 /* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:460) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sigmoid_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -20964,7 +20964,7 @@ sigmoid_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sigmoid_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sigmoid_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -21006,7 +21006,7 @@ sigmoid_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sigmoid_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sigmoid_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -21047,7 +21047,7 @@ sigmoid_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sigmoid_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sigmoid_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -21111,7 +21111,7 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
 
 /* ---- tanh: tanh(self)   (ops.yaml:468) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 tanh_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -21153,7 +21153,7 @@ tanh_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, tanh_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 tanh_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -21195,7 +21195,7 @@ tanh_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, tanh_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 tanh_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -21236,7 +21236,7 @@ tanh_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, tanh_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 tanh_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -21300,7 +21300,7 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
 
 /* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:476) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 softplus_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -21346,7 +21346,7 @@ softplus_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, softplus_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 softplus_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -21392,7 +21392,7 @@ softplus_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, softplus_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 softplus_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -21437,7 +21437,7 @@ softplus_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, softplus_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 softplus_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -21508,7 +21508,7 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
 
 /* ---- clone: self   (ops.yaml:483) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -21547,7 +21547,7 @@ clone_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -21586,7 +21586,7 @@ clone_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -21625,7 +21625,7 @@ clone_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -21664,7 +21664,7 @@ clone_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -21703,7 +21703,7 @@ clone_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -21742,7 +21742,7 @@ clone_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -21782,7 +21782,7 @@ clone_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -21822,7 +21822,7 @@ clone_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -21861,7 +21861,7 @@ clone_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 clone_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -21935,7 +21935,7 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
 
 /* ---- abs: abs(self)   (ops.yaml:498) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -21974,7 +21974,7 @@ abs_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -22013,7 +22013,7 @@ abs_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -22052,7 +22052,7 @@ abs_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -22091,7 +22091,7 @@ abs_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -22130,7 +22130,7 @@ abs_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -22170,7 +22170,7 @@ abs_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -22210,7 +22210,7 @@ abs_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -22249,7 +22249,7 @@ abs_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 abs_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -22321,7 +22321,7 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
 
 /* ---- sign: sign(self)   (ops.yaml:506) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -22360,7 +22360,7 @@ sign_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -22399,7 +22399,7 @@ sign_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -22438,7 +22438,7 @@ sign_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -22477,7 +22477,7 @@ sign_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -22516,7 +22516,7 @@ sign_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -22555,7 +22555,7 @@ sign_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -22595,7 +22595,7 @@ sign_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -22635,7 +22635,7 @@ sign_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -22674,7 +22674,7 @@ sign_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sign_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -22748,7 +22748,7 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
 
 /* ---- square: self * self   (ops.yaml:513) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -22787,7 +22787,7 @@ square_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -22826,7 +22826,7 @@ square_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -22865,7 +22865,7 @@ square_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -22904,7 +22904,7 @@ square_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -22943,7 +22943,7 @@ square_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -22982,7 +22982,7 @@ square_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -23022,7 +23022,7 @@ square_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -23062,7 +23062,7 @@ square_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -23101,7 +23101,7 @@ square_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 square_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -23175,7 +23175,7 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
 
 /* ---- reciprocal: 1 / self   (ops.yaml:522) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 reciprocal_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -23215,7 +23215,7 @@ reciprocal_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, reciprocal_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 reciprocal_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -23255,7 +23255,7 @@ reciprocal_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, reciprocal_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 reciprocal_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -23294,7 +23294,7 @@ reciprocal_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, reciprocal_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 reciprocal_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -23360,7 +23360,7 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
 
 /* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:531) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23400,7 +23400,7 @@ rsqrt_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsqrt_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsqrt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -23440,7 +23440,7 @@ rsqrt_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsqrt_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsqrt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23479,7 +23479,7 @@ rsqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsqrt_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 rsqrt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23541,7 +23541,7 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
 
 /* ---- expm1: expm1(self)   (ops.yaml:540) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 expm1_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23583,7 +23583,7 @@ expm1_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, expm1_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 expm1_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -23625,7 +23625,7 @@ expm1_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, expm1_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 expm1_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23666,7 +23666,7 @@ expm1_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, expm1_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 expm1_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23730,7 +23730,7 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
 
 /* ---- log1p: log1p(self)   (ops.yaml:548) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log1p_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23772,7 +23772,7 @@ log1p_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log1p_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log1p_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -23814,7 +23814,7 @@ log1p_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log1p_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log1p_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23855,7 +23855,7 @@ log1p_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log1p_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log1p_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -23919,7 +23919,7 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
 
 /* ---- log2: log2(self)   (ops.yaml:557) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log2_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -23961,7 +23961,7 @@ log2_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log2_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log2_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -24003,7 +24003,7 @@ log2_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log2_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log2_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -24044,7 +24044,7 @@ log2_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log2_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 log2_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -24108,7 +24108,7 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
 
 /* ---- sin: sin(self)   (ops.yaml:566) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sin_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24150,7 +24150,7 @@ sin_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sin_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sin_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -24192,7 +24192,7 @@ sin_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sin_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sin_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24233,7 +24233,7 @@ sin_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sin_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 sin_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24297,7 +24297,7 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
 
 /* ---- cos: cos(self)   (ops.yaml:574) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 cos_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24339,7 +24339,7 @@ cos_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, cos_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 cos_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -24381,7 +24381,7 @@ cos_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, cos_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 cos_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24422,7 +24422,7 @@ cos_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, cos_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 cos_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24486,7 +24486,7 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
 
 /* ---- erf: erf(self)   (ops.yaml:582) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 erf_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24528,7 +24528,7 @@ erf_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, erf_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 erf_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -24570,7 +24570,7 @@ erf_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, erf_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 erf_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24611,7 +24611,7 @@ erf_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, erf_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 erf_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -24675,7 +24675,7 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
 
 /* ---- floor: floor(self)   (ops.yaml:590) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -24714,7 +24714,7 @@ floor_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -24753,7 +24753,7 @@ floor_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -24792,7 +24792,7 @@ floor_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -24831,7 +24831,7 @@ floor_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -24870,7 +24870,7 @@ floor_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -24910,7 +24910,7 @@ floor_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -24950,7 +24950,7 @@ floor_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -24989,7 +24989,7 @@ floor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 floor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25061,7 +25061,7 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
 
 /* ---- ceil: ceil(self)   (ops.yaml:597) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -25100,7 +25100,7 @@ ceil_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -25139,7 +25139,7 @@ ceil_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25178,7 +25178,7 @@ ceil_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25217,7 +25217,7 @@ ceil_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25256,7 +25256,7 @@ ceil_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25296,7 +25296,7 @@ ceil_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25336,7 +25336,7 @@ ceil_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25375,7 +25375,7 @@ ceil_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ceil_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25447,7 +25447,7 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
 
 /* ---- round: nearbyint(self)   (ops.yaml:604) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25486,7 +25486,7 @@ round_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25525,7 +25525,7 @@ round_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25564,7 +25564,7 @@ round_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25603,7 +25603,7 @@ round_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25642,7 +25642,7 @@ round_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25682,7 +25682,7 @@ round_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -25722,7 +25722,7 @@ round_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25761,7 +25761,7 @@ round_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 round_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25833,7 +25833,7 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
 
 /* ---- trunc: trunc(self)   (ops.yaml:611) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25872,7 +25872,7 @@ trunc_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -25911,7 +25911,7 @@ trunc_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25950,7 +25950,7 @@ trunc_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -25989,7 +25989,7 @@ trunc_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -26028,7 +26028,7 @@ trunc_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -26068,7 +26068,7 @@ trunc_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -26108,7 +26108,7 @@ trunc_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -26147,7 +26147,7 @@ trunc_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 trunc_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -26219,7 +26219,7 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
 
 /* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:618) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 leaky_relu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -26260,7 +26260,7 @@ leaky_relu_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, leaky_relu_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 leaky_relu_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -26301,7 +26301,7 @@ leaky_relu_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, leaky_relu_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 leaky_relu_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -26341,7 +26341,7 @@ leaky_relu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, leaky_relu_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 leaky_relu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -26410,7 +26410,7 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
 
 /* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:626) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 leaky_relu_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -26480,7 +26480,7 @@ leaky_relu_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 leaky_relu_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -26550,7 +26550,7 @@ leaky_relu_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 leaky_relu_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -26619,7 +26619,7 @@ leaky_relu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 leaky_relu_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -26718,7 +26718,7 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
 
 /* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:637) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 elu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -26766,7 +26766,7 @@ elu_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, elu_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 elu_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -26814,7 +26814,7 @@ elu_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, elu_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 elu_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -26861,7 +26861,7 @@ elu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, elu_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 elu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -26936,7 +26936,7 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
 
 /* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:645) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 elu_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -27018,7 +27018,7 @@ elu_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, elu_backward_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 elu_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
@@ -27100,7 +27100,7 @@ elu_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, elu_backward_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 elu_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -27181,7 +27181,7 @@ elu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, elu_backward_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 elu_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -27294,7 +27294,7 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
 
 /* ---- silu: self / (1 + exp(-self))   (ops.yaml:656) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 silu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -27336,7 +27336,7 @@ silu_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, silu_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 silu_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -27378,7 +27378,7 @@ silu_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, silu_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 silu_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -27419,7 +27419,7 @@ silu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, silu_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 silu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -27483,7 +27483,7 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
 
 /* ---- isnan: isnan(self)   (ops.yaml:663) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -27522,7 +27522,7 @@ isnan_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -27561,7 +27561,7 @@ isnan_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -27600,7 +27600,7 @@ isnan_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -27639,7 +27639,7 @@ isnan_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -27678,7 +27678,7 @@ isnan_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -27717,7 +27717,7 @@ isnan_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -27757,7 +27757,7 @@ isnan_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -27797,7 +27797,7 @@ isnan_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -27836,7 +27836,7 @@ isnan_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isnan_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isnan_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -27910,7 +27910,7 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
 
 /* ---- isfinite: isfinite(self)   (ops.yaml:672) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -27949,7 +27949,7 @@ isfinite_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -27988,7 +27988,7 @@ isfinite_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
@@ -28027,7 +28027,7 @@ isfinite_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -28066,7 +28066,7 @@ isfinite_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -28105,7 +28105,7 @@ isfinite_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -28144,7 +28144,7 @@ isfinite_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -28184,7 +28184,7 @@ isfinite_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -28224,7 +28224,7 @@ isfinite_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -28263,7 +28263,7 @@ isfinite_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, isfinite_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 isfinite_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -28337,7 +28337,7 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
 
 /* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:681) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_rows_f16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -28379,7 +28379,7 @@ gelu_blocks_f16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_rows_f16_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -28427,7 +28427,7 @@ gelu_blocks_f16_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f16_tanh, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_rows_bf16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -28469,7 +28469,7 @@ gelu_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_bf16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_rows_bf16_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -28517,7 +28517,7 @@ gelu_blocks_bf16_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_bf16_tanh, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_rows_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -28558,7 +28558,7 @@ gelu_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f32_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_rows_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -28605,7 +28605,7 @@ gelu_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f32_tanh, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_rows_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -28646,7 +28646,7 @@ gelu_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f64_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_rows_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -28740,7 +28740,7 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
 
 /* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:695) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -28818,7 +28818,7 @@ gelu_backward_blocks_f16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_backward_rows_f16_tanh(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -28929,7 +28929,7 @@ gelu_backward_blocks_f16_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f16_tanh, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_backward_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -29007,7 +29007,7 @@ gelu_backward_blocks_bf16_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_bf16_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_backward_rows_bf16_tanh(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -29118,7 +29118,7 @@ gelu_backward_blocks_bf16_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_bf16_tanh, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_backward_rows_f32_none(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -29195,7 +29195,7 @@ gelu_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f32_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_backward_rows_f32_tanh(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -29305,7 +29305,7 @@ gelu_backward_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f32_tanh, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_backward_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -29382,7 +29382,7 @@ gelu_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f64_none, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gelu_backward_rows_f64_tanh(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -29543,7 +29543,7 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
 
 /* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:719) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -29600,7 +29600,7 @@ nan_to_num_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -29657,7 +29657,7 @@ nan_to_num_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -29715,7 +29715,7 @@ nan_to_num_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -29774,7 +29774,7 @@ nan_to_num_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -29833,7 +29833,7 @@ nan_to_num_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -29892,7 +29892,7 @@ nan_to_num_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -29951,7 +29951,7 @@ nan_to_num_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -30011,7 +30011,7 @@ nan_to_num_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -30069,7 +30069,7 @@ nan_to_num_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 nan_to_num_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -30177,7 +30177,7 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
 
 /* ---- eq: self == other   (ops.yaml:734) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -30240,7 +30240,7 @@ eq_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -30303,7 +30303,7 @@ eq_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -30366,7 +30366,7 @@ eq_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -30429,7 +30429,7 @@ eq_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -30492,7 +30492,7 @@ eq_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -30555,7 +30555,7 @@ eq_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -30620,7 +30620,7 @@ eq_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -30685,7 +30685,7 @@ eq_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -30748,7 +30748,7 @@ eq_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, eq_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -30846,7 +30846,7 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- eq: self == other   (ops.yaml:744) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -30886,7 +30886,7 @@ eq_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -30926,7 +30926,7 @@ eq_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -30966,7 +30966,7 @@ eq_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -31006,7 +31006,7 @@ eq_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -31046,7 +31046,7 @@ eq_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -31086,7 +31086,7 @@ eq_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -31127,7 +31127,7 @@ eq_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -31168,7 +31168,7 @@ eq_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -31208,7 +31208,7 @@ eq_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, eq_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 eq_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -31287,7 +31287,7 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- lt: self < other   (ops.yaml:753) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -31350,7 +31350,7 @@ lt_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -31413,7 +31413,7 @@ lt_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -31476,7 +31476,7 @@ lt_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -31539,7 +31539,7 @@ lt_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -31602,7 +31602,7 @@ lt_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -31665,7 +31665,7 @@ lt_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -31730,7 +31730,7 @@ lt_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -31795,7 +31795,7 @@ lt_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -31858,7 +31858,7 @@ lt_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lt_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -31956,7 +31956,7 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- lt: self < other   (ops.yaml:763) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -31996,7 +31996,7 @@ lt_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -32036,7 +32036,7 @@ lt_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -32076,7 +32076,7 @@ lt_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -32116,7 +32116,7 @@ lt_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -32156,7 +32156,7 @@ lt_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -32196,7 +32196,7 @@ lt_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -32237,7 +32237,7 @@ lt_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -32278,7 +32278,7 @@ lt_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -32318,7 +32318,7 @@ lt_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, lt_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 lt_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -32397,7 +32397,7 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- gt: self > other   (ops.yaml:772) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -32460,7 +32460,7 @@ gt_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -32523,7 +32523,7 @@ gt_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -32586,7 +32586,7 @@ gt_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -32649,7 +32649,7 @@ gt_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -32712,7 +32712,7 @@ gt_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -32775,7 +32775,7 @@ gt_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -32840,7 +32840,7 @@ gt_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -32905,7 +32905,7 @@ gt_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -32968,7 +32968,7 @@ gt_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gt_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -33066,7 +33066,7 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- gt: self > other   (ops.yaml:782) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -33106,7 +33106,7 @@ gt_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -33146,7 +33146,7 @@ gt_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -33186,7 +33186,7 @@ gt_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -33226,7 +33226,7 @@ gt_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -33266,7 +33266,7 @@ gt_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -33306,7 +33306,7 @@ gt_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -33347,7 +33347,7 @@ gt_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -33388,7 +33388,7 @@ gt_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -33428,7 +33428,7 @@ gt_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gt_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 gt_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -33507,7 +33507,7 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- where: self if condition else other   (ops.yaml:791) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -33589,7 +33589,7 @@ where_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -33672,7 +33672,7 @@ where_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
 {
@@ -33754,7 +33754,7 @@ where_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -33837,7 +33837,7 @@ where_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -33920,7 +33920,7 @@ where_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -34003,7 +34003,7 @@ where_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -34088,7 +34088,7 @@ where_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
@@ -34173,7 +34173,7 @@ where_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -34255,7 +34255,7 @@ where_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, where_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 where_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
 {
@@ -34372,7 +34372,7 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
 
 /* ---- ne: self != other   (ops.yaml:804) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -34435,7 +34435,7 @@ ne_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -34498,7 +34498,7 @@ ne_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -34561,7 +34561,7 @@ ne_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -34624,7 +34624,7 @@ ne_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -34687,7 +34687,7 @@ ne_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -34750,7 +34750,7 @@ ne_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -34815,7 +34815,7 @@ ne_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -34880,7 +34880,7 @@ ne_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -34943,7 +34943,7 @@ ne_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ne_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -35041,7 +35041,7 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- ne: self != other   (ops.yaml:814) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -35081,7 +35081,7 @@ ne_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -35121,7 +35121,7 @@ ne_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -35161,7 +35161,7 @@ ne_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -35201,7 +35201,7 @@ ne_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -35241,7 +35241,7 @@ ne_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -35281,7 +35281,7 @@ ne_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -35322,7 +35322,7 @@ ne_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -35363,7 +35363,7 @@ ne_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -35403,7 +35403,7 @@ ne_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ne_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ne_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -35482,7 +35482,7 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- le: self <= other   (ops.yaml:823) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -35545,7 +35545,7 @@ le_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -35608,7 +35608,7 @@ le_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -35671,7 +35671,7 @@ le_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -35734,7 +35734,7 @@ le_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -35797,7 +35797,7 @@ le_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -35860,7 +35860,7 @@ le_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -35925,7 +35925,7 @@ le_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -35990,7 +35990,7 @@ le_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -36053,7 +36053,7 @@ le_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, le_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -36151,7 +36151,7 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- le: self <= other   (ops.yaml:833) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -36191,7 +36191,7 @@ le_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -36231,7 +36231,7 @@ le_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -36271,7 +36271,7 @@ le_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -36311,7 +36311,7 @@ le_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -36351,7 +36351,7 @@ le_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -36391,7 +36391,7 @@ le_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -36432,7 +36432,7 @@ le_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -36473,7 +36473,7 @@ le_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -36513,7 +36513,7 @@ le_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, le_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 le_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -36592,7 +36592,7 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- ge: self >= other   (ops.yaml:842) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -36655,7 +36655,7 @@ ge_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -36718,7 +36718,7 @@ ge_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides, int64_t rows,
            const void *ctx)
 {
@@ -36781,7 +36781,7 @@ ge_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -36844,7 +36844,7 @@ ge_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -36907,7 +36907,7 @@ ge_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -36970,7 +36970,7 @@ ge_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -37035,7 +37035,7 @@ ge_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -37100,7 +37100,7 @@ ge_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -37163,7 +37163,7 @@ ge_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, ge_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
             int64_t rows, const void *ctx)
 {
@@ -37261,7 +37261,7 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- ge: self >= other   (ops.yaml:852) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -37301,7 +37301,7 @@ ge_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -37341,7 +37341,7 @@ ge_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
@@ -37381,7 +37381,7 @@ ge_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -37421,7 +37421,7 @@ ge_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -37461,7 +37461,7 @@ ge_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -37501,7 +37501,7 @@ ge_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -37542,7 +37542,7 @@ ge_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -37583,7 +37583,7 @@ ge_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -37623,7 +37623,7 @@ ge_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ge_scalar_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 ge_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -37702,7 +37702,7 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 
 /* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:861) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -37765,7 +37765,7 @@ logical_and_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -37828,7 +37828,7 @@ logical_and_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -37891,7 +37891,7 @@ logical_and_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -37954,7 +37954,7 @@ logical_and_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -38017,7 +38017,7 @@ logical_and_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -38080,7 +38080,7 @@ logical_and_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -38145,7 +38145,7 @@ logical_and_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -38210,7 +38210,7 @@ logical_and_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -38273,7 +38273,7 @@ logical_and_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_and_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_and_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -38381,7 +38381,7 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:871) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -38444,7 +38444,7 @@ logical_or_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -38507,7 +38507,7 @@ logical_or_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
@@ -38570,7 +38570,7 @@ logical_or_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -38633,7 +38633,7 @@ logical_or_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -38696,7 +38696,7 @@ logical_or_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -38759,7 +38759,7 @@ logical_or_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -38824,7 +38824,7 @@ logical_or_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -38889,7 +38889,7 @@ logical_or_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -38952,7 +38952,7 @@ logical_or_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_or_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_or_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -39058,7 +39058,7 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:881) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -39121,7 +39121,7 @@ logical_xor_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -39184,7 +39184,7 @@ logical_xor_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -39247,7 +39247,7 @@ logical_xor_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39310,7 +39310,7 @@ logical_xor_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39373,7 +39373,7 @@ logical_xor_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39436,7 +39436,7 @@ logical_xor_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39501,7 +39501,7 @@ logical_xor_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -39566,7 +39566,7 @@ logical_xor_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39629,7 +39629,7 @@ logical_xor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, logical_xor_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_xor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39737,7 +39737,7 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 
 /* ---- logical_not: not self   (ops.yaml:891) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -39776,7 +39776,7 @@ logical_not_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -39815,7 +39815,7 @@ logical_not_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -39854,7 +39854,7 @@ logical_not_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39893,7 +39893,7 @@ logical_not_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39932,7 +39932,7 @@ logical_not_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -39971,7 +39971,7 @@ logical_not_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40011,7 +40011,7 @@ logical_not_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -40051,7 +40051,7 @@ logical_not_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40090,7 +40090,7 @@ logical_not_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, logical_not_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 logical_not_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40174,7 +40174,7 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
 
 /* ---- masked_fill: checked(value) if mask else self   (ops.yaml:900) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -40238,7 +40238,7 @@ masked_fill_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -40302,7 +40302,7 @@ masked_fill_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
@@ -40366,7 +40366,7 @@ masked_fill_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40430,7 +40430,7 @@ masked_fill_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40494,7 +40494,7 @@ masked_fill_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40558,7 +40558,7 @@ masked_fill_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40623,7 +40623,7 @@ masked_fill_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
@@ -40688,7 +40688,7 @@ masked_fill_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40752,7 +40752,7 @@ masked_fill_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, masked_fill_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
 {
@@ -40865,7 +40865,7 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
 
 /* ---- masked_fill: value if mask else self   (ops.yaml:913) */
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_bool(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -40947,7 +40947,7 @@ masked_fill_tensor_blocks_bool(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_bool, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -41030,7 +41030,7 @@ masked_fill_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_u8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_i8(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -41112,7 +41112,7 @@ masked_fill_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i8, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -41195,7 +41195,7 @@ masked_fill_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -41278,7 +41278,7 @@ masked_fill_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -41361,7 +41361,7 @@ masked_fill_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i64, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -41446,7 +41446,7 @@ masked_fill_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_f16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -41531,7 +41531,7 @@ masked_fill_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_bf16, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
@@ -41613,7 +41613,7 @@ masked_fill_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_f32, ctx);
 }
 
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {

@@ -12,11 +12,9 @@
  * passes constants: GCC does not vectorise a select on a loop-invariant flag, but it does
  * vectorise each copy once the flag is a constant and the select has folded away. */
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
 /* SGD. The momentum buffer starts as clone(d_p): a fresh (zero-filled) buffer is updated with
  * buf_scale = 0 and d_scale = 1, i.e. 0 * 0 + d; later steps use momentum and 1 - dampening. */
-ALWAYS_INLINE void
+YT_ALWAYS_INLINE void
 FN(sgd_loop)(const sgd_consts *c, const yt__optim_update *u, bool decay, bool momentum,
              bool nesterov)
 {
@@ -66,7 +64,7 @@ FN(sgd)(const sgd_consts *c, const yt__optim_update *u)
 
 /* Adam and AdamW: AdamW decays the parameter first (param.mul_(1 - lr * weight_decay)); Adam
  * adds weight_decay * param to the gradient. */
-ALWAYS_INLINE void
+YT_ALWAYS_INLINE void
 FN(adam_loop)(const adam_consts *c, const yt__optim_update *u, bool l2, bool decoupled,
               bool amsgrad)
 {
@@ -125,7 +123,7 @@ FN(adam)(const adam_consts *c, const yt__optim_update *u)
     }
 }
 
-ALWAYS_INLINE void
+YT_ALWAYS_INLINE void
 FN(rmsprop_loop)(const rmsprop_consts *c, const yt__optim_update *u, bool decay, bool centered,
                  bool momentum)
 {
@@ -197,7 +195,7 @@ FN(rmsprop)(const rmsprop_consts *c, const yt__optim_update *u)
     }
 }
 
-ALWAYS_INLINE void
+YT_ALWAYS_INLINE void
 FN(adagrad_loop)(const adagrad_consts *c, const yt__optim_update *u, bool decay)
 {
     NT *restrict p = u->param;
@@ -226,5 +224,3 @@ FN(adagrad)(const adagrad_consts *c, const yt__optim_update *u)
     else
         FN(adagrad_loop)(c, u, false);
 }
-
-#undef ALWAYS_INLINE

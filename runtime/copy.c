@@ -16,7 +16,7 @@
  * constant strides so the compiler can vectorise it. Each is a body (cast_rows_*), inlined into
  * the loop (cast_*) and its block form (cast_blocks_*; see yt__block_fn). */
 #define DEFINE_CAST(S, SIZE_S, WIDE_S, D, SIZE_D)                                                  \
-    YT__BLOCK_INLINE void cast_rows_##S##_##D(char **data, const int64_t *strides, int64_t n,      \
+    YT_ALWAYS_INLINE void cast_rows_##S##_##D(char **data, const int64_t *strides, int64_t n,      \
                                               const int64_t *row_strides, int64_t rows,            \
                                               const void *ctx)                                     \
     {                                                                                              \
@@ -89,7 +89,7 @@ static const yt__block_fn cast_blocks[YT_DTYPE_COUNT][YT_DTYPE_COUNT] = {
 /* Same-dtype copies by element width: bit-exact (NaN payloads survive). A body, a loop and a
  * block form, as the casts have. */
 #define DEFINE_MOVE(BITS)                                                                          \
-    YT__BLOCK_INLINE void move_rows_##BITS(char **data, const int64_t *strides, int64_t n,         \
+    YT_ALWAYS_INLINE void move_rows_##BITS(char **data, const int64_t *strides, int64_t n,         \
                                            const int64_t *row_strides, int64_t rows,               \
                                            const void *ctx)                                        \
     {                                                                                              \

@@ -14,6 +14,10 @@
 
 #define YT_INTERNAL __attribute__((visibility("hidden")))
 
+/* A function its callers must inline: a loop body that is vectorised, or kept in registers,
+ * only inside the caller's loop. */
+#define YT_ALWAYS_INLINE static inline __attribute__((always_inline))
+
 /* ---------------------------------------------------------------- shapes and overflow */
 
 typedef struct yt_shape {

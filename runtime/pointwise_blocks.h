@@ -13,13 +13,11 @@
 
 #include "internal.h"
 
-#define YT__BLOCK_INLINE static inline __attribute__((always_inline))
-
 #ifdef __AVX2__
 /* One 8 x 8 block of 4-byte elements: 8 loads along i, an in-register transpose, 8 stores along
  * j into rows dn elements apart. Shuffles only, so every bit pattern (NaN payloads, integers) is
  * copied exactly. */
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 yt__transpose8x8_32(float *d, int64_t dn, const char *src, int64_t s0)
 {
 #define LOAD(k)     _mm256_loadu_ps((const float *)(src + (k)*s0))
@@ -49,7 +47,7 @@ yt__transpose8x8_32(float *d, int64_t dn, const char *src, int64_t s0)
 /* One 4 x 4 block of 8-byte elements, as yt__transpose8x8_32 does it. Named loads, not an array
  * filled in a loop: GCC (-O2) kept such an array on the stack, and the shuffles then read it back
  * through store forwarding. */
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 yt__transpose4x4_64(double *d, int64_t dn, const char *src, int64_t s0)
 {
     __m256d r0 = _mm256_loadu_pd((const double *)src);
@@ -74,7 +72,7 @@ YT_INTERNAL void yt__copy_block_any(char *dst, int64_t dn, const char *src, int6
 /* Side of the square blocks for operands of these sizes (bytes per element, out first): a cache
  * line of the widest input's elements (16 f32, 8 f64), at least YT__BLOCK and at most twice that,
  * so that a block uses whole lines of the transposed input and of the operands read in place. */
-YT__BLOCK_INLINE int64_t
+YT_ALWAYS_INLINE int64_t
 yt__block_side(int n_ops, const int64_t *esize)
 {
     int64_t widest = 1;
@@ -87,7 +85,7 @@ yt__block_side(int n_ops, const int64_t *esize)
 /* Copies the YT__BLOCK x YT__BLOCK block whose element (r, c) is at src + r * s1 + c * s0 into
  * dst, row-major with rows dn elements apart. A transposed input (s1 == es) of 4- or 8-byte
  * elements goes through registers. es is a constant where this is inlined. */
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 yt__copy_block(char *dst, int64_t dn, const char *src, int64_t s0, int64_t s1, int64_t es)
 {
 #ifdef __AVX2__
@@ -121,7 +119,7 @@ yt__copy_block(char *dst, int64_t dn, const char *src, int64_t s0, int64_t s1, i
  * Written so that GCC keeps the block loop in registers: the pointers advance a block at a time,
  * the prefetches stay outside the block loop, and the edges are the caller's (copying *s into
  * locals spilled, and measured 20-30% slower). */
-YT__BLOCK_INLINE void
+YT_ALWAYS_INLINE void
 yt__run_blocks(const yt__block_strip *s, int n_ops, const int64_t *esize, yt__loop_fn rows_fn,
                const void *ctx)
 {

@@ -26,24 +26,23 @@ typedef yt__reduce_acc acc;
  * vectorises only loops whose trip count the vector width divides. */
 #define PARTIALS 16
 #define BLOCK    (4 * PARTIALS)
-#define INLINE   static inline __attribute__((always_inline))
 
 /* ---------------------------------------------------------------- comparisons */
 
 /* The better of best and v (larger for max, smaller for min); once a NaN is seen it stays. */
-INLINE double
+YT_ALWAYS_INLINE double
 pick(double best, double v, bool min)
 {
     return (min ? v < best : v > best) || v != v ? v : best;
 }
 
-INLINE float
+YT_ALWAYS_INLINE float
 pick_f32(float best, float v, bool min)
 {
     return (min ? v < best : v > best) || v != v ? v : best;
 }
 
-INLINE int64_t
+YT_ALWAYS_INLINE int64_t
 pick_i(int64_t best, int64_t v, bool min)
 {
     return (min ? v < best : v > best) ? v : best;
@@ -51,7 +50,7 @@ pick_i(int64_t best, int64_t v, bool min)
 
 /* ---------------------------------------------------------------- typed loops */
 
-INLINE void
+YT_ALWAYS_INLINE void
 row_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
@@ -77,7 +76,7 @@ row_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 }
 
 /* f32 rows: vector max/min (which drop NaN) plus a mask of the NaNs seen, which wins at the end. */
-INLINE void
+YT_ALWAYS_INLINE void
 row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
@@ -106,7 +105,7 @@ row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
     best->f = b;
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 row_f16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
@@ -115,7 +114,7 @@ row_f16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
     best->f = b;
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 row_bf16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
@@ -126,7 +125,7 @@ row_bf16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 
 /* One loop for every integral dtype; `size` and `is_signed` are constants after inlining. bool is
  * one byte holding 0 or 1: its max (or) and min (and) are the u8 ones. */
-INLINE int64_t
+YT_ALWAYS_INLINE int64_t
 load_int(const char *x, int size, bool is_signed)
 {
     switch (size) {
@@ -141,7 +140,7 @@ load_int(const char *x, int size, bool is_signed)
     }
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 row_int(acc *best, const char *x, int64_t n, int64_t stride, bool min, int size, bool is_signed)
 {
     int64_t b = best->i;
@@ -150,7 +149,7 @@ row_int(acc *best, const char *x, int64_t n, int64_t stride, bool min, int size,
     best->i = b;
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 rows_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     if (stride == sizeof(double)) {
@@ -164,7 +163,7 @@ rows_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
         best[j].f = pick(best[j].f, *(const double *)(x + j * stride), min);
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 rows_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     if (stride == sizeof(float)) {
@@ -178,21 +177,21 @@ rows_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
         best[j].f = pick(best[j].f, *(const float *)(x + j * stride), min);
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 rows_f16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     for (int64_t j = 0; j < n; j++)
         best[j].f = pick(best[j].f, yt__f16_to_f32(*(const uint16_t *)(x + j * stride)), min);
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 rows_bf16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     for (int64_t j = 0; j < n; j++)
         best[j].f = pick(best[j].f, yt__bf16_to_f32(*(const uint16_t *)(x + j * stride)), min);
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 rows_int(acc *best, const char *x, int64_t n, int64_t stride, bool min, int size, bool is_signed)
 {
     for (int64_t j = 0; j < n; j++)

@@ -23,7 +23,7 @@ typedef T CAT(vu, SFX) __attribute__((vector_size(VL * sizeof(T)), aligned(sizeo
 
 /* One register tile of gemm_rows: rows m0 .. m0 + mr (of MR computed), nv * VL columns from n0.
  * Inlined with a constant nv, so the vector loops unroll. */
-ATTR static inline __attribute__((always_inline)) void
+ATTR YT_ALWAYS_INLINE void
 CAT(gemm_tile, SFX)(const T *const *ar, int64_t mr, int nv, int64_t n0, int64_t K, const T *b,
                     const int64_t *off, T *c, int64_t ldc)
 {

@@ -106,7 +106,7 @@ YT_PW_FLOAT(double, d, fmod, floor, fabs, copysign, trunc)
  * FLT_MIN flush to 0, so gelu(-inf) is NaN as in PyTorch. |x| is clamped at 14 (Phi is then 0
  * or 1), which keeps x^2 finite; a NaN x reaches gelu's result through the multiplication by x.
  * always_inline: the vectoriser needs the body inside the loop. */
-static inline __attribute__((always_inline)) float
+YT_ALWAYS_INLINE float
 yt__pw_normal_cdf_f(float x)
 {
     float ax = fabsf(x) < 14.0f ? fabsf(x) : 14.0f;

@@ -9,11 +9,10 @@
 typedef yt__reduce_acc acc;
 
 #define PARTIALS 8
-#define INLINE   static inline __attribute__((always_inline))
 
 /* ---------------------------------------------------------------- loads */
 
-INLINE double
+YT_ALWAYS_INLINE double
 load_f(const char *x, yt_dtype d)
 {
     switch (d) {
@@ -28,7 +27,7 @@ load_f(const char *x, yt_dtype d)
     }
 }
 
-INLINE uint64_t
+YT_ALWAYS_INLINE uint64_t
 load_u(const char *x, yt_dtype d)
 {
     switch (d) {
@@ -47,7 +46,7 @@ load_u(const char *x, yt_dtype d)
 
 /* ---------------------------------------------------------------- typed loops */
 
-INLINE void
+YT_ALWAYS_INLINE void
 row_f(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
 {
     double s = 1.0;
@@ -68,7 +67,7 @@ row_f(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
     p->f *= s;
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 row_u(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
 {
     uint64_t s = 1;
@@ -77,14 +76,14 @@ row_u(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
     p->u *= s;
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 rows_f(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
 {
     for (int64_t j = 0; j < n; j++)
         p[j].f *= load_f(x + j * stride, d);
 }
 
-INLINE void
+YT_ALWAYS_INLINE void
 rows_u(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
 {
     for (int64_t j = 0; j < n; j++)

@@ -64,7 +64,7 @@ row_f64(acc *sum, const char *x, int64_t n, int64_t stride)
 /* Adds the runs of `streams` (1 or 2) pieces of a row, n elements each (n a multiple of 32)
  * starting at p and p + n, read in step, into sums[0..streams). Inlined with `streams` a
  * constant, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void
+YT_ALWAYS_INLINE void
 runs_f32(double *sums, const float *p, int64_t n, int streams)
 {
     for (int64_t i = 0; i < n;) {
