@@ -109,7 +109,7 @@ $(BUILD)/%.o: %.c $(BUILD)/gen.stamp
 	$(QUIET_CC)$(CC) $(CPPFLAGS_LIB) $(CFLAGS) -Wmissing-prototypes -MMD -MP -c $< -o $@
 
 # Pointwise loops: errno and FP-trap semantics would keep sqrt and rounding from vectorising.
-$(BUILD)/generated/kernels_pointwise.o: CFLAGS += -fno-math-errno -fno-trapping-math
+$(BUILD)/generated/kernels_pointwise_%.o: CFLAGS += -fno-math-errno -fno-trapping-math
 $(BUILD)/nn/optim_loops.o: CFLAGS += -fno-math-errno -fno-trapping-math
 
 $(STATIC_LIB): $(LIB_OBJ)

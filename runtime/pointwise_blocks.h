@@ -1,6 +1,6 @@
 /* The blocked traversal of a pointwise loop over an input transposed against the output (see
  * runtime/pointwise.c, "blocked traversal"): yt__run_blocks, inlined into each loop's block
- * function (generated/kernels_pointwise.c, runtime/copy.c) together with the loop's body, so
+ * function (generated/kernels_pointwise_N.c, runtime/copy.c) together with the loop's body, so
  * that a block goes from the transposing registers to the loop's arithmetic through a buffer of
  * at most 1 KiB that stays in L1, with no call between them. */
 #ifndef YT_POINTWISE_BLOCKS_H
