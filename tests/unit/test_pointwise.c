@@ -590,6 +590,20 @@ check_blocked_ops(yt_dtype dtype, int64_t cache)
     yt_release(x64);
 }
 
+/* Runs check(dtype, cache) for each of the dtypes with the last-level cache size forced to each
+ * of caches (0: the machine's), then gives yt__cache_bytes the machine's size back. */
+static void
+check_each(void (*check)(yt_dtype, int64_t), const yt_dtype *dtypes, size_t n_dtypes,
+           const int64_t *caches, size_t n_caches)
+{
+    for (size_t cs = 0; cs < n_caches; cs++) {
+        yt__set_cache_bytes(caches[cs]);
+        for (size_t d = 0; d < n_dtypes; d++)
+            check(dtypes[d], caches[cs]);
+    }
+    yt__set_cache_bytes(0);
+}
+
 /* check_blocked_ops for every element size the blocks copy in registers or element by element,
  * with and without the prefetches (the cache size forced to 64 KiB besides the machine's). */
 Test(pointwise, generated_loops_in_block_form)
@@ -597,12 +611,8 @@ Test(pointwise, generated_loops_in_block_form)
     const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_F16, YT_DTYPE_BF16, YT_DTYPE_I32,
                                YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
     const int64_t caches[] = {0, 64 << 10};
-    for (size_t cs = 0; cs < sizeof caches / sizeof caches[0]; cs++) {
-        yt__set_cache_bytes(caches[cs]);
-        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
-            check_blocked_ops(dtypes[d], caches[cs]);
-    }
-    yt__set_cache_bytes(0);
+    check_each(check_blocked_ops, dtypes, sizeof dtypes / sizeof dtypes[0], caches,
+               sizeof caches / sizeof caches[0]);
     YT_ASSERT_NO_LEAKS();
 }
 
@@ -678,12 +688,8 @@ Test(pointwise, rows_a_power_of_two_apart_through_packed_panels)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_U8, YT_DTYPE_F16, YT_DTYPE_I32, YT_DTYPE_F32, YT_DTYPE_F64};
     const int64_t caches[] = {4 << 20, 0};
-    for (size_t cs = 0; cs < sizeof caches / sizeof caches[0]; cs++) {
-        yt__set_cache_bytes(caches[cs]);
-        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
-            check_packed_ops(dtypes[d], caches[cs]);
-    }
-    yt__set_cache_bytes(0);
+    check_each(check_packed_ops, dtypes, sizeof dtypes / sizeof dtypes[0], caches,
+               sizeof caches / sizeof caches[0]);
     YT_ASSERT_NO_LEAKS();
 }
 
@@ -728,12 +734,8 @@ Test(pointwise, transposed_columns_a_power_of_two_apart_in_panels)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_U8, YT_DTYPE_F16, YT_DTYPE_F32, YT_DTYPE_F64};
     const int64_t caches[] = {4 << 20, 0};
-    for (size_t cs = 0; cs < sizeof caches / sizeof caches[0]; cs++) {
-        yt__set_cache_bytes(caches[cs]);
-        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
-            check_block_panels(dtypes[d], caches[cs]);
-    }
-    yt__set_cache_bytes(0);
+    check_each(check_block_panels, dtypes, sizeof dtypes / sizeof dtypes[0], caches,
+               sizeof caches / sizeof caches[0]);
     YT_ASSERT_NO_LEAKS();
 }
 
