@@ -12,6 +12,8 @@
  *   add_transposed_pow2, add_transposed_pow2_f64
  *                       a.t() + b on square [n, n], n = 256, 1024, 2048: columns a power of two
  *                       of bytes apart, which share cache sets (runtime/pointwise.c)
+ *   neg_transposed_pow2 -a.t() against -a on the same squares: the transposed input and the
+ *                       output alone
  *
  * Usage: bench/strided.sh BUILD_DIR [CASE...] (default: every case), which rebuilds this first;
  * prints a table of case, size, both times, ratio. */
@@ -25,9 +27,9 @@
 
 enum { COLS = 1000, ROUNDS = 40 };
 
-static const char *const CASES[] = {"add_transposed",      "add_transposed_f64",
-                                    "exp_transposed",      "add_bcast_row",
-                                    "add_transposed_pow2", "add_transposed_pow2_f64"};
+static const char *const CASES[] = {
+    "add_transposed",      "add_transposed_f64",      "exp_transposed",     "add_bcast_row",
+    "add_transposed_pow2", "add_transposed_pow2_f64", "neg_transposed_pow2"};
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
 
 typedef struct operands {
@@ -61,6 +63,8 @@ run(const char *c, bool strided, const operands *o)
         return yt_add_out(o->out, strided ? o->at : o->a, o->b);
     if (!strcmp(c, "exp_transposed"))
         return yt_exp_out(o->out, strided ? o->at : o->a);
+    if (!strcmp(c, "neg_transposed_pow2"))
+        return yt_neg_out(o->out, strided ? o->at : o->a);
     if (strided)
         return yt_add_out(o->out, o->a, o->row);
     return yt_add_scalar_out(o->out, o->a, yt_float(1.0));
