@@ -252,9 +252,9 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
  * transposed input did not overlap the loop's. Add with a transposed input, one thread,
  * bench/strided, ratio to contiguous at 65K / 1M / 10M elements: f32 0.49 / 0.51-0.52 /
  * 0.55-0.57 -> 0.60-0.61 / 0.56-0.57 / 0.56, f64 0.53 / 0.57-0.61 / 0.53 -> 0.66-0.68 /
- * 0.60-0.61 / 0.64-0.65. Square [1024, 1024] f32 lost (0.44 -> 0.25-0.27): rows 4 KiB apart
- * in every operand, whose loads then wait on the stores before them (4K aliasing); staging the
- * output through a buffer won that back only in part and lost at [256, 256]. */
+ * 0.60-0.61 / 0.64-0.65. Square [1024, 1024] f32 lost (0.44 -> 0.25-0.27): with rows 4 KiB
+ * apart a block's 16 rows share cache sets; such strides take the packed traversal or column
+ * panels instead (SHARED_SETS_BYTES below). */
 
 void
 yt__copy_block_any(char *dst, int64_t dn, const char *src, int64_t s0, int64_t s1, int64_t es)
