@@ -798,9 +798,12 @@ class OpLowering:
             b(f'if (yt__check_out({r}, &{r}_shape, {r}_dtype, result_device, "{name}", "{r}") != YT_OK)')
             b("    return yt_errcode();")
         targets = [f"{r}_target" for r in rs]
+        overlap = self.overlap_terms(b, rs, "out", [])
         for r, t in zip(rs, targets):
-            b(f"yt_tensor *{t} = {r}->dtype == {r}_dtype && {r}->is_contiguous ? {r} : "
-              f"yt__empty(&{r}_shape, {r}_dtype, result_device);")
+            fits = f"{r}->dtype == {r}_dtype && {r}->is_contiguous"
+            if overlap[r]:
+                fits += f" && !({overlap[r]})" if " || " in overlap[r] else f" && !{overlap[r]}"
+            b(f"yt_tensor *{t} = {fits} ? {r} : yt__empty(&{r}_shape, {r}_dtype, result_device);")
         b(f"yt_status status = {' || '.join(f'{t} == NULL' for t in targets)} ? yt_errcode() : "
           f"kernel({self.kernel_call_args(targets, [])});")
         for r, t in zip(rs, targets):
@@ -816,11 +819,35 @@ class OpLowering:
         b("return YT_OK;")
         return b.lines
 
+    def overlap_terms(self, b: Body, dests: list, variant: str, casted) -> dict:
+        """Per destination, a C condition that holds when writing it could change an input before
+        the kernel reads it (yt__writes_over_inputs); "" when no input can. In-place, self is the
+        destination itself, which the kernels are written to update."""
+        ins = [f"{a.name}_k" if a.name in casted else a.name for a in self.s.args
+               if a.kind == "tensor" and not (variant == "inplace" and a.name == "self")]
+        lists = [a.name for a in self.s.args if a.kind == "tensorlist"]
+        if len(ins) > 1:
+            b(f"yt_tensor *const read[{len(ins)}] = {{{', '.join(ins)}}};")
+        elementwise = "true" if self.op.impl == "pointwise" else "false"
+        terms = {}
+        for d in dests:
+            t = []
+            if len(ins) == 1:
+                t.append(f"yt__writes_over_inputs({d}, 1, &{ins[0]}, {elementwise})")
+            elif ins:
+                t.append(f"yt__writes_over_inputs({d}, {len(ins)}, read, {elementwise})")
+            t += [f"yt__writes_over_inputs({d}, {n}_len, {n}, false)" for n in lists]
+            terms[d] = " || ".join(t)
+        return terms
+
     def write_target(self, b: Body, dest: str, variant: str, casted):
         """Runs the kernel into `dest` (out or self), through a temporary when dest's dtype or
-        layout does not fit the kernel."""
+        layout does not fit the kernel, or when writing it would change an input first."""
         op = self.op
         direct = f"{dest}->dtype == result_dtype" + ("" if op.impl == "pointwise" else f" && {dest}->is_contiguous")
+        overlap = self.overlap_terms(b, [dest], variant, casted)[dest]
+        if overlap:
+            direct += f" && !({overlap})" if " || " in overlap else f" && !{overlap}"
         b(f"yt_tensor *target = {direct} ? {dest} : yt__empty(&result_shape, result_dtype, result_device);")
         b(f"yt_status status = target == NULL ? yt_errcode() : kernel({self.kernel_call_args('target', casted)});")
         for t in casted:

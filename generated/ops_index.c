@@ -94,7 +94,9 @@ yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "index_select_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[2] = {self, index};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 2, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index);
@@ -231,7 +233,9 @@ yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "index_add_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[3] = {self, index, source};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 3, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
@@ -345,7 +349,9 @@ yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "index_copy_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[3] = {self, index, source};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 3, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, source);
@@ -458,7 +464,9 @@ yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "gather_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[2] = {self, index};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 2, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
@@ -570,7 +578,9 @@ yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, y
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "scatter_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[3] = {self, index, src};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 3, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, src);
@@ -671,7 +681,9 @@ yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *in
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "scatter_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[2] = {self, index};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 2, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, value);
@@ -784,7 +796,9 @@ yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *inde
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "scatter_add_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[3] = {self, index, src};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 3, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, src);

@@ -118,7 +118,9 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
             "mm_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "mm_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[2] = {self, mat2};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 2, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mat2);
@@ -280,7 +282,9 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
             "bmm_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "bmm_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[2] = {self, mat2};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 2, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mat2);
@@ -483,7 +487,9 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
             "addmm_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "addmm_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[3] = {self, mat1, mat2};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 3, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
@@ -715,7 +721,9 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "baddbmm_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *const read[3] = {self, batch1, batch2};
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 3, read, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =

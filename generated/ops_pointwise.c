@@ -122,7 +122,9 @@ yt_add_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &other_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -195,8 +197,10 @@ yt_add_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -367,8 +371,9 @@ yt_add_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -512,7 +517,9 @@ yt_sub_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &other_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -595,8 +602,10 @@ yt_sub_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -782,8 +791,9 @@ yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -905,8 +915,9 @@ yt_rsub_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar alpha
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1016,7 +1027,9 @@ yt_mul_(yt_tensor *self, yt_tensor *other)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &other_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1080,8 +1093,10 @@ yt_mul_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1220,8 +1235,9 @@ yt_mul_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1333,7 +1349,9 @@ yt_div_(yt_tensor *self, yt_tensor *other)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &other_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1398,8 +1416,10 @@ yt_div_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1541,8 +1561,9 @@ yt_div_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1664,8 +1685,9 @@ yt_neg_out(yt_tensor *out, yt_tensor *self)
             "neg_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "neg_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -1811,8 +1833,9 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1942,7 +1965,9 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &exponent_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent_k);
     yt__release_cast(self_k, self);
     yt__release_cast(exponent_k, exponent);
@@ -2016,8 +2041,10 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
         yt__release_cast(exponent_k, exponent);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, exponent_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent_k);
     yt__release_cast(self_k, self);
     yt__release_cast(exponent_k, exponent);
@@ -2112,7 +2139,9 @@ yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
         return yt_errcode();
     }
     yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+        out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &exponent_k, true)
+            ? out
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, exponent_k);
     yt__release_cast(exponent_k, exponent);
     if (target != out) {
@@ -2223,8 +2252,10 @@ yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -2336,8 +2367,10 @@ yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -2502,8 +2535,9 @@ yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -2667,8 +2701,9 @@ yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, max);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -2799,7 +2834,9 @@ yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &min_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k);
     yt__release_cast(self_k, self);
     yt__release_cast(min_k, min);
@@ -2873,8 +2910,10 @@ yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
         yt__release_cast(min_k, min);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, min_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k);
     yt__release_cast(self_k, self);
     yt__release_cast(min_k, min);
@@ -3006,7 +3045,9 @@ yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &max_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, max_k);
     yt__release_cast(self_k, self);
     yt__release_cast(max_k, max);
@@ -3080,8 +3121,10 @@ yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
         yt__release_cast(max_k, max);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, max_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, max_k);
     yt__release_cast(self_k, self);
     yt__release_cast(max_k, max);
@@ -3215,7 +3258,9 @@ yt_remainder_(yt_tensor *self, yt_tensor *other)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &other_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3290,8 +3335,10 @@ yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3448,8 +3495,9 @@ yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -3565,7 +3613,9 @@ yt_floor_divide_(yt_tensor *self, yt_tensor *other)
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &other_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3636,8 +3686,10 @@ yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3747,8 +3799,9 @@ yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
     bool recording = yt__any_requires_grad(2, grad_inputs);
     if (recording && yt__check_inplace(self, "lerp_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &end, true)
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, end, weight);
     if (target != self) {
         if (status == YT_OK)
@@ -3813,8 +3866,10 @@ yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
             "lerp_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "lerp_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self, end};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, end, weight);
     if (target != out) {
         if (status == YT_OK)
@@ -3944,8 +3999,10 @@ yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
     if (self_before == NULL) {
         return yt_errcode();
     }
-    yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {end, weight};
+    yt_tensor *target = self->dtype == result_dtype && !yt__writes_over_inputs(self, 2, read, true)
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, end, weight);
     if (target != self) {
         if (status == YT_OK)
@@ -4021,8 +4078,10 @@ yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *w
             "lerp_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "lerp_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[3] = {self, end, weight};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 3, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, end, weight);
     if (target != out) {
         if (status == YT_OK)
@@ -4196,8 +4255,10 @@ yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
         yt__release_cast(tensor2_k, tensor2);
         return yt_errcode();
     }
-    yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {tensor1_k, tensor2_k};
+    yt_tensor *target = self->dtype == result_dtype && !yt__writes_over_inputs(self, 2, read, true)
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self_k, tensor1_k, tensor2_k, value);
     yt__release_cast(self_k, self);
@@ -4297,8 +4358,10 @@ yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
         yt__release_cast(tensor2_k, tensor2);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[3] = {self_k, tensor1_k, tensor2_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 3, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self_k, tensor1_k, tensor2_k, value);
     yt__release_cast(self_k, self);
@@ -4467,8 +4530,10 @@ yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
         yt__release_cast(tensor2_k, tensor2);
         return yt_errcode();
     }
-    yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {tensor1_k, tensor2_k};
+    yt_tensor *target = self->dtype == result_dtype && !yt__writes_over_inputs(self, 2, read, true)
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self_k, tensor1_k, tensor2_k, value);
     yt__release_cast(self_k, self);
@@ -4565,8 +4630,10 @@ yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
         yt__release_cast(tensor2_k, tensor2);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[3] = {self_k, tensor1_k, tensor2_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 3, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self_k, tensor1_k, tensor2_k, value);
     yt__release_cast(self_k, self);
@@ -4718,7 +4785,9 @@ yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode
         return yt_errcode();
     }
     yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+        self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &other_k, true)
+            ? self
+            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self_k, other_k, rounding_mode);
     yt__release_cast(self_k, self);
@@ -4802,8 +4871,10 @@ yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const 
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self_k, other_k, rounding_mode);
     yt__release_cast(self_k, self);
@@ -4985,8 +5056,9 @@ yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const c
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, rounding_mode);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -5204,8 +5276,9 @@ yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min, max);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -5376,8 +5449,10 @@ yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
         yt__release_cast(max_k, max);
         return yt_errcode();
     }
-    yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {min_k, max_k};
+    yt_tensor *target = self->dtype == result_dtype && !yt__writes_over_inputs(self, 2, read, true)
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k, max_k);
     yt__release_cast(self_k, self);
     yt__release_cast(min_k, min);
@@ -5472,8 +5547,10 @@ yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tenso
         yt__release_cast(max_k, max);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[3] = {self_k, min_k, max_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 3, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, min_k, max_k);
     yt__release_cast(self_k, self);
     yt__release_cast(min_k, min);
@@ -5602,8 +5679,9 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -5738,8 +5816,9 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -5866,8 +5945,9 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -5989,8 +6069,9 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
             "relu_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "relu_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -6118,8 +6199,9 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -6246,8 +6328,9 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -6417,8 +6500,9 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "softplus_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, beta, threshold);
     if (target != out) {
         if (status == YT_OK)
@@ -6488,8 +6572,9 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
             "clone_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "clone_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -6647,8 +6732,9 @@ yt_abs_out(yt_tensor *out, yt_tensor *self)
             "abs_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "abs_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -6754,8 +6840,9 @@ yt_sign_out(yt_tensor *out, yt_tensor *self)
             "sign_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sign_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -6890,8 +6977,9 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -7020,8 +7108,9 @@ yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -7148,8 +7237,9 @@ yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -7276,8 +7366,9 @@ yt_expm1_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -7412,8 +7503,9 @@ yt_log1p_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -7548,8 +7640,9 @@ yt_log2_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -7684,8 +7777,9 @@ yt_sin_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -7820,8 +7914,9 @@ yt_cos_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -7956,8 +8051,9 @@ yt_erf_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -8079,8 +8175,9 @@ yt_floor_out(yt_tensor *out, yt_tensor *self)
             "floor_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "floor_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -8201,8 +8298,9 @@ yt_ceil_out(yt_tensor *out, yt_tensor *self)
             "ceil_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "ceil_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -8323,8 +8421,9 @@ yt_round_out(yt_tensor *out, yt_tensor *self)
             "round_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "round_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -8445,8 +8544,9 @@ yt_trunc_out(yt_tensor *out, yt_tensor *self)
             "trunc_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "trunc_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -8607,8 +8707,9 @@ yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "leaky_relu_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, negative_slope);
     if (target != out) {
         if (status == YT_OK)
@@ -8784,8 +8885,9 @@ yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
             "elu_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "elu_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, alpha, scale, input_scale);
     if (target != out) {
@@ -8910,8 +9012,9 @@ yt_silu_out(yt_tensor *out, yt_tensor *self)
             "silu_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "silu_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -9150,8 +9253,9 @@ yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
             "gelu_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "gelu_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, approximate);
     if (target != out) {
         if (status == YT_OK)
@@ -9291,8 +9395,9 @@ yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const d
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "nan_to_num_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, nan, posinf, neginf);
     if (target != out) {
         if (status == YT_OK)
@@ -9393,8 +9498,10 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -9480,8 +9587,9 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -9583,8 +9691,10 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -9670,8 +9780,9 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -9773,8 +9884,10 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -9860,8 +9973,9 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -9987,8 +10101,10 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[3] = {condition, self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 3, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, condition, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10091,8 +10207,10 @@ yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10178,8 +10296,9 @@ yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -10281,8 +10400,10 @@ yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10368,8 +10489,9 @@ yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -10471,8 +10593,10 @@ yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10558,8 +10682,9 @@ yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -10664,8 +10789,10 @@ yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10771,8 +10898,10 @@ yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10878,8 +11007,10 @@ yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {self_k, other_k};
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 2, read, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10958,8 +11089,9 @@ yt_logical_not_out(yt_tensor *out, yt_tensor *self)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target =
-        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && !yt__writes_over_inputs(out, 1, &self_k, true)
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -11054,8 +11186,9 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "masked_fill_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype && !yt__writes_over_inputs(self, 1, &mask, true)
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mask, value);
     if (target != self) {
         if (status == YT_OK)
@@ -11169,8 +11302,10 @@ yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
     bool recording = yt__any_requires_grad(2, grad_inputs);
     if (recording && yt__check_inplace(self, "masked_fill_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target =
-        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *const read[2] = {mask, value};
+    yt_tensor *target = self->dtype == result_dtype && !yt__writes_over_inputs(self, 2, read, true)
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mask, value);
     if (target != self) {
         if (status == YT_OK)

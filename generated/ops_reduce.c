@@ -149,7 +149,8 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
             "sum_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sum_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
@@ -313,7 +314,8 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
             "mean_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "mean_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
@@ -424,7 +426,8 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
             "amax_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "amax_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim);
@@ -534,7 +537,8 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
             "amin_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "amin_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim);
@@ -711,10 +715,12 @@ yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
     if (yt__check_out(indices, &indices_shape, indices_dtype, result_device, "max_out",
                       "indices") != YT_OK)
         return yt_errcode();
-    yt_tensor *values_target = values->dtype == values_dtype && values->is_contiguous
+    yt_tensor *values_target = values->dtype == values_dtype && values->is_contiguous &&
+                                       !yt__writes_over_inputs(values, 1, &self, false)
                                    ? values
                                    : yt__empty(&values_shape, values_dtype, result_device);
-    yt_tensor *indices_target = indices->dtype == indices_dtype && indices->is_contiguous
+    yt_tensor *indices_target = indices->dtype == indices_dtype && indices->is_contiguous &&
+                                        !yt__writes_over_inputs(indices, 1, &self, false)
                                     ? indices
                                     : yt__empty(&indices_shape, indices_dtype, result_device);
     yt_status status = values_target == NULL || indices_target == NULL
@@ -840,10 +846,12 @@ yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
     if (yt__check_out(indices, &indices_shape, indices_dtype, result_device, "min_out",
                       "indices") != YT_OK)
         return yt_errcode();
-    yt_tensor *values_target = values->dtype == values_dtype && values->is_contiguous
+    yt_tensor *values_target = values->dtype == values_dtype && values->is_contiguous &&
+                                       !yt__writes_over_inputs(values, 1, &self, false)
                                    ? values
                                    : yt__empty(&values_shape, values_dtype, result_device);
-    yt_tensor *indices_target = indices->dtype == indices_dtype && indices->is_contiguous
+    yt_tensor *indices_target = indices->dtype == indices_dtype && indices->is_contiguous &&
+                                        !yt__writes_over_inputs(indices, 1, &self, false)
                                     ? indices
                                     : yt__empty(&indices_shape, indices_dtype, result_device);
     yt_status status = values_target == NULL || indices_target == NULL
@@ -946,7 +954,8 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "argmax_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
@@ -1040,7 +1049,8 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "argmin_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
@@ -1175,7 +1185,8 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
             "prod_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "prod_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim, dtype);
@@ -1286,7 +1297,8 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
             "all_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "all_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
@@ -1397,7 +1409,8 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
             "any_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "any_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
@@ -1493,7 +1506,8 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "cumsum_out", "out") !=
         YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, 1, &self, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dtype);

@@ -695,7 +695,8 @@ yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_
             "cat_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "cat_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous &&
+                                !yt__writes_over_inputs(out, tensors_len, tensors, false)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, tensors, tensors_len, dim);

@@ -558,6 +558,14 @@ YT_INTERNAL void yt__release_cast(yt_tensor *cast, yt_tensor *orig);
  * sharing memory. Records "OP: ARG has shape [2, 3] but the result has shape [4, 3]" etc. */
 YT_INTERNAL yt_status yt__check_out(yt_tensor *dst, const yt_shape *shape, yt_dtype dtype,
                                     yt_device device, const char *op, const char *arg);
+/* Whether writing `dst` could change an element of inputs[0 .. n) before the kernel has read it:
+ * dst's memory meets an input's (NULLs skipped). With `elementwise` (pointwise kernels, which read
+ * each input element at the index they write), an input whose elements, broadcast to dst's shape,
+ * are dst's own at the same index does not count. The generated out= and in-place functions then
+ * compute into a temporary and copy it into dst, so `m.add_(m.t())` gets the value it would out of
+ * place. */
+YT_INTERNAL bool yt__writes_over_inputs(const yt_tensor *dst, int64_t n, yt_tensor *const *inputs,
+                                        bool elementwise);
 /* A copy of `t` (own storage) that keeps t's autograd identity (grad_fn, output_nr,
  * requires_grad): in-place ops save it when their backward needs self's old value. */
 YT_INTERNAL yt_tensor *yt__snapshot(yt_tensor *t);

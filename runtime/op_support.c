@@ -76,6 +76,61 @@ yt__check_out(yt_tensor *dst, const yt_shape *shape, yt_dtype dtype, yt_device d
     return YT_OK;
 }
 
+/* Bytes [*lo, *hi) of t's storage that its elements occupy (numel > 0). */
+static void
+byte_span(const yt_tensor *t, int64_t *lo, int64_t *hi)
+{
+    int64_t first = t->offset, last = t->offset;
+    for (int i = 0; i < t->dim; i++) {
+        const int64_t span = t->strides[i] * (t->sizes[i] - 1);
+        if (span < 0)
+            first += span;
+        else
+            last += span;
+    }
+    const int64_t es = (int64_t)yt_dtype_size(t->dtype);
+    *lo = first * es;
+    *hi = (last + 1) * es;
+}
+
+/* Whether `in`, broadcast to dst's shape, has dst's element at every index. */
+static bool
+same_elements(const yt_tensor *dst, const yt_tensor *in)
+{
+    if (in->dtype != dst->dtype || in->offset != dst->offset || in->dim > dst->dim)
+        return false;
+    for (int i = 0; i < dst->dim; i++) {
+        if (dst->sizes[i] == 1)
+            continue;
+        const int j = i - (dst->dim - in->dim);
+        const int64_t stride = j >= 0 && in->sizes[j] == dst->sizes[i] ? in->strides[j] : 0;
+        if (stride != dst->strides[i])
+            return false;
+    }
+    return true;
+}
+
+bool
+yt__writes_over_inputs(const yt_tensor *dst, int64_t n, yt_tensor *const *inputs, bool elementwise)
+{
+    if (dst->numel == 0)
+        return false;
+    int64_t lo, hi;
+    byte_span(dst, &lo, &hi);
+    for (int64_t k = 0; k < n; k++) {
+        const yt_tensor *in = inputs[k];
+        if (in == NULL || in->storage != dst->storage || in->numel == 0)
+            continue;
+        if (elementwise && same_elements(dst, in))
+            continue;
+        int64_t in_lo, in_hi;
+        byte_span(in, &in_lo, &in_hi);
+        if (in_lo < hi && lo < in_hi)
+            return true;
+    }
+    return false;
+}
+
 yt_tensor *
 yt__snapshot(yt_tensor *t)
 {
