@@ -161,10 +161,13 @@ yt__shape_of(yt_shape *out, const yt_tensor *t)
 void
 yt__contiguous_strides(int64_t *strides, const int64_t *sizes, int dim)
 {
+    /* Callers checked that the element count fits, but an empty tensor's count says nothing about
+     * the product of its other sizes ([0, 2^40, 2^40]): its strides, never stepped along, saturate. */
     int64_t stride = 1;
     for (int i = dim - 1; i >= 0; i--) {
         strides[i] = stride;
-        stride *= sizes[i] > 1 ? sizes[i] : 1; /* sizes were overflow-checked by the caller */
+        if (sizes[i] > 1 && !yt__mul_ok(&stride, stride, sizes[i]))
+            stride = INT64_MAX;
     }
 }
 

@@ -141,6 +141,29 @@ Test(tensor, zero_size_dims_everywhere)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* An empty tensor whose other sizes multiply past int64: its element count (0) fits, so it is
+ * made, and its strides (never stepped along) do not overflow on the way (UBSan checks that). */
+Test(tensor, empty_with_sizes_whose_product_overflows)
+{
+    const int64_t big = (int64_t)1 << 40, sizes[3] = {0, big, big};
+    yt_tensor *e = yt_empty(sizes, 3);
+    cr_assert_not_null(e, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(e), 0);
+    for (int i = 0; i < 3; i++)
+        cr_assert_geq(yt_tensor_stride(e, i), 1, "stride(%d) = %lld", i,
+                      (long long)yt_tensor_stride(e, i));
+    yt_tensor *f = yt_full_ex((const int64_t[]){big, 0, big}, 3, yt_float(1), YT_DTYPE_F32,
+                              YT_DEVICE_NONE);
+    cr_assert_not_null(f, "%s", yt_errmsg());
+    const int64_t d0 = 0, kept[2] = {0, big};
+    yt_tensor *s = yt_sum_dim(f, &d0, 1);
+    test_expect_sizes(s, kept, 2);
+    yt_release(s);
+    yt_release(f);
+    yt_release(e);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* ---------------------------------------------------------------- accessors and item */
 
 Test(tensor, accessors_wrap_negative_dims_and_reject_out_of_range)
