@@ -131,32 +131,47 @@ alloc(size_t n)
     return p;
 }
 
+/* alloc for `count` items of `size` bytes, failing with a message instead of wrapping. */
+static void *
+alloc_array(int64_t count, size_t size, const char *what)
+{
+    size_t n;
+    if (count < 0 || __builtin_mul_overflow((size_t)count, size, &n))
+        return yt__fail(YT_ERR_NOMEM,
+                        "loader_new: %s needs %lld x %zu bytes, more than fits in memory", what,
+                        (long long)count, size);
+    return alloc(n);
+}
+
 static yt_status
 alloc_buffers(yt_loader *l)
 {
-    size_t b = (size_t)l->batch_size;
-    size_t raw_bytes = b * l->dataset->input_bytes;
+    /* No batch holds more than the whole dataset, so a batch_size past the length (PyTorch gives
+     * one short batch, or none with drop_last) needs only `length` rows. */
+    int64_t rows = l->batch_size < l->length ? l->batch_size : l->length;
     for (int i = 0; i <= l->n_workers; i++) {
         yt__loader_worker *w = &l->workers[i];
         w->loader = l;
-        if ((w->indices = alloc(sizeof(int64_t) * b)) == NULL)
+        if ((w->indices = alloc_array(rows, sizeof(int64_t), "a batch's indices")) == NULL)
             return YT_ERR_NOMEM;
-        if (l->plan.changes_shape && (w->raw = alloc(raw_bytes)) == NULL)
+        if (l->plan.changes_shape &&
+            (w->raw = alloc_array(rows, l->dataset->input_bytes, "a batch of raw inputs")) == NULL)
             return YT_ERR_NOMEM;
-        if (l->plan.n > 0 &&
-            (w->scratch = alloc(sizeof(float) * 2 * (size_t)l->plan.max_numel)) == NULL)
+        if (l->plan.n > 0 && (w->scratch = alloc_array(l->plan.max_numel, 2 * sizeof(float),
+                                                       "transform scratch")) == NULL)
             return YT_ERR_NOMEM;
     }
     for (int i = 0; i < l->prefetch; i++) {
         yt__slot *s = &l->slots[i];
         s->batch = -1;
-        if ((s->input = alloc(b * l->input_bytes)) == NULL)
+        if ((s->input = alloc_array(rows, l->input_bytes, "a batch of inputs")) == NULL)
             return YT_ERR_NOMEM;
         if (l->dataset->target_dtype != YT_DTYPE_NONE &&
-            (s->target = alloc(b * l->target_bytes)) == NULL)
+            (s->target = alloc_array(rows, l->target_bytes, "a batch of targets")) == NULL)
             return YT_ERR_NOMEM;
     }
-    if (l->shuffle && (l->perm = alloc(sizeof(int64_t) * (size_t)l->length)) == NULL)
+    if (l->shuffle &&
+        (l->perm = alloc_array(l->length, sizeof(int64_t), "the shuffle permutation")) == NULL)
         return YT_ERR_NOMEM;
     return YT_OK;
 }

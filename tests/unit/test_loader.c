@@ -477,3 +477,35 @@ Test(loader, options_are_checked)
     yt_dataset_release(d);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* A batch_size past the dataset's length gives one short batch (none with drop_last), as in
+ * PyTorch, and its buffers hold the dataset, not batch_size rows: (size_t)batch_size * bytes
+ * used to wrap for 2^62 + 1 and overflow a 12-byte buffer, and INT64_MAX asked for 2^64 bytes. */
+Test(loader, batch_size_past_the_length_gives_one_batch_of_everything)
+{
+    yt_dataset *d = numbered_dataset(5);
+    const int64_t sizes[] = {6, (INT64_C(1) << 62) + 1, INT64_MAX};
+    for (int i = 0; i < 3; i++)
+        for (int workers = 0; workers <= 1; workers++)
+            for (int shuffle = 0; shuffle <= 1; shuffle++) {
+                yt_loader *l = make_loader(d, sizes[i], shuffle, false, 7, workers);
+                cr_assert_eq(yt_loader_batches_per_epoch(l), 1);
+                read_epoch(l, &log_a, 10);
+                cr_assert_eq(log_a.n_batches, 1, "batch_size=%lld: %lld batches",
+                             (long long)sizes[i], (long long)log_a.n_batches);
+                cr_assert_eq(log_a.sizes[0], 5);
+                int64_t seen = 0;
+                for (int j = 0; j < 5; j++)
+                    seen |= INT64_C(1) << log_a.targets[j];
+                cr_assert_eq(seen, 0x1f, "targets are not 0..4 once each");
+                yt_loader_release(l);
+
+                l = make_loader(d, sizes[i], shuffle, true, 7, workers);
+                cr_assert_eq(yt_loader_batches_per_epoch(l), 0);
+                read_epoch(l, &log_a, 10);
+                cr_assert_eq(log_a.n_batches, 0);
+                yt_loader_release(l);
+            }
+    yt_dataset_release(d);
+    YT_ASSERT_NO_LEAKS();
+}
