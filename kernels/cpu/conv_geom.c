@@ -24,20 +24,44 @@ yt__conv_pair(int64_t out[2], const char *op, const char *arg, const int64_t *v,
 int64_t
 yt__pool_out_size(int64_t size, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode)
 {
-    /* span = dil * (k - 1) + 1, avail = size + 2 pad; all overflow-checked */
+    /* PyTorch's pooling_output_shape: floor_div(size + 2 pad - span + (ceil ? stride - 1 : 0),
+     * stride) + 1 with span = dil * (k - 1) + 1, each step overflow-checked (stride may be near
+     * INT64_MAX, so the ceiling is taken from the remainder instead of adding stride - 1). */
     int64_t span, avail, t;
+    if (size < 0 || k < 1 || pad < 0 || stride < 1 || dil < 1)
+        return -1;
     if (!yt__mul_ok(&span, dil, k - 1) || !yt__add_ok(&span, span, 1))
         return -1;
     if (!yt__mul_ok(&t, pad, 2) || !yt__add_ok(&avail, size, t))
         return -1;
-    int64_t num = avail - span;
-    if (num < 0)
+    int64_t num = avail - span; /* both >= 0: cannot overflow */
+    int64_t out;
+    if (num >= 0)
+        out = num / stride + (ceil_mode && num % stride != 0) + 1;
+    else if (ceil_mode && num + stride - 1 >= 0)
+        out = 1; /* a window wider than the padded input still has one place to start */
+    else
         return -1;
-    int64_t out = (ceil_mode ? (num + stride - 1) / stride : num / stride) + 1;
     /* the last window must start inside the input or its left padding */
-    if (ceil_mode && (out - 1) * stride >= size + pad)
+    int64_t last_start;
+    if (ceil_mode && (!yt__mul_ok(&last_start, out - 1, stride) || last_start >= size + pad))
         out--;
     return out >= 1 ? out : -1;
+}
+
+/* size + 2 pad, or false (with the error recorded) when that overflows int64. */
+static bool
+padded_size(int64_t *out, const char *op, const int64_t sizes[2], const int64_t pad[2], int i)
+{
+    int64_t twice;
+    if (yt__mul_ok(&twice, pad[i], 2) && yt__add_ok(out, sizes[i], twice))
+        return true;
+    yt__fail_status(YT_ERR_VALUE,
+                    "%s: padding=%lldx%lld on an input of %lldx%lld gives a padded size that "
+                    "overflows int64",
+                    op, (long long)pad[0], (long long)pad[1], (long long)sizes[0],
+                    (long long)sizes[1]);
+    return false;
 }
 
 yt_status
@@ -94,6 +118,10 @@ yt__conv_geom_init(yt__conv_geom *g, const char *op, const int64_t *in_sizes, in
     if (g->kh < 1 || g->kw < 1)
         return yt__fail_status(YT_ERR_SHAPE, "%s: weight has a zero-size kernel %lldx%lld", op,
                                (long long)g->kh, (long long)g->kw);
+    const int64_t hw[2] = {g->h, g->w};
+    int64_t padded[2];
+    if (!padded_size(&padded[0], op, hw, p, 0) || !padded_size(&padded[1], op, hw, p, 1))
+        return yt__last_status();
     g->oh = yt__pool_out_size(g->h, g->kh, g->ph, g->sh, g->dh, false);
     g->ow = yt__pool_out_size(g->w, g->kw, g->pw, g->sw, g->dw, false);
     if (g->oh < 1 || g->ow < 1)
@@ -101,9 +129,9 @@ yt__conv_geom_init(yt__conv_geom *g, const char *op, const int64_t *in_sizes, in
                                "%s: kernel %lldx%lld (dilation %lldx%lld) is larger than the "
                                "padded input %lldx%lld (input %lldx%lld, padding %lldx%lld)",
                                op, (long long)g->kh, (long long)g->kw, (long long)g->dh,
-                               (long long)g->dw, (long long)(g->h + 2 * g->ph),
-                               (long long)(g->w + 2 * g->pw), (long long)g->h, (long long)g->w,
-                               (long long)g->ph, (long long)g->pw);
+                               (long long)g->dw, (long long)padded[0], (long long)padded[1],
+                               (long long)g->h, (long long)g->w, (long long)g->ph,
+                               (long long)g->pw);
     int64_t numel;
     int64_t out_sizes[4] = {g->n, g->c_out, g->oh, g->ow};
     if (!yt__checked_numel(&numel, out_sizes, 4))
@@ -167,6 +195,10 @@ yt__pool_geom_init(yt__pool_geom *g, const char *op, const yt_tensor *self,
     g->w = self->sizes[self->dim - 1];
     g->kh = k[0], g->kw = k[1], g->sh = s[0], g->sw = s[1];
     g->ph = p[0], g->pw = p[1], g->dh = d[0], g->dw = d[1];
+    const int64_t hw[2] = {g->h, g->w};
+    int64_t padded[2];
+    if (!padded_size(&padded[0], op, hw, p, 0) || !padded_size(&padded[1], op, hw, p, 1))
+        return yt__last_status();
     g->oh = yt__pool_out_size(g->h, g->kh, g->ph, g->sh, g->dh, ceil_mode);
     g->ow = yt__pool_out_size(g->w, g->kw, g->pw, g->sw, g->dw, ceil_mode);
     if (g->oh < 1 || g->ow < 1)
@@ -174,8 +206,18 @@ yt__pool_geom_init(yt__pool_geom *g, const char *op, const yt_tensor *self,
                                "%s: kernel %lldx%lld (dilation %lldx%lld) is larger than the "
                                "padded input %lldx%lld (output size would be < 1)",
                                op, (long long)g->kh, (long long)g->kw, (long long)g->dh,
-                               (long long)g->dw, (long long)(g->h + 2 * g->ph),
-                               (long long)(g->w + 2 * g->pw));
+                               (long long)g->dw, (long long)padded[0], (long long)padded[1]);
+    /* The kernels size their work (and avg_pool its divisor) as outputs x window; a huge kernel
+     * over a huge padding can make that product overflow even though the output is small. */
+    int64_t work;
+    int64_t out_sizes[4] = {g->n, g->c, g->oh, g->ow};
+    if (!yt__checked_numel(&work, out_sizes, 4) || !yt__mul_ok(&work, work, g->kh) ||
+        !yt__mul_ok(&work, work, g->kw))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "%s: kernel_size=%lldx%lld times the output size %s "
+                               "overflows int64",
+                               op, (long long)g->kh, (long long)g->kw,
+                               yt__format_sizes(a, sizeof a, out_sizes, 4));
     return YT_OK;
 }
 

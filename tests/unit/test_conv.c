@@ -621,3 +621,85 @@ Test(pool2d, errors_name_op_argument_and_values)
     yt_release(x);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Geometry whose arithmetic overflows int64 is refused with the arguments named; it used to
+ * overflow (UB) in the output-size rule (num + stride - 1) and in the messages (h + 2 * ph). */
+Test(pool2d, geometry_overflow_is_an_error_not_ub)
+{
+    yt_tensor *x = zeros4(1, 4, 5, 5, 4), *w = zeros4(6, 2, 3, 3, 4);
+    const int64_t one[2] = {1, 1}, huge_pad[2] = {INT64_MAX, 0};
+    cr_assert_null(yt_conv2d_ex(x, w, NULL, one, 2, huge_pad, 2, one, 2, 2));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "conv2d: padding=9223372036854775807x0 on an input of 5x5 "
+                                  "gives a padded size that overflows int64");
+
+    /* ceil_mode with a stride near INT64_MAX: one row of windows (PyTorch's formula, exactly) */
+    const int64_t k3[2] = {3, 3}, st[2] = {INT64_MAX, 1}, p1[2] = {1, 1};
+    yt_tensor *y = yt_max_pool2d_ex(x, k3, 2, st, 2, p1, 2, one, 2, true);
+    test_expect_sizes(y, (const int64_t[]){1, 4, 1, 5}, 4);
+    yt_release(y);
+
+    const int64_t kbig[2] = {INT64_MAX, 3}, pbig[2] = {INT64_MAX / 2, 0};
+    cr_assert_null(yt_max_pool2d_ex(x, kbig, 2, one, 2, pbig, 2, one, 2, false));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "max_pool2d_with_indices: padding=4611686018427387903x0 on an input of 5x5 "
+                    "gives a padded size that overflows int64");
+    /* 1 + 2 * (2^62 - 1) fits exactly: one output, but a window of INT64_MAX x 3 positions */
+    yt_tensor *row = zeros4(1, 1, 1, 3, 4);
+    cr_assert_null(yt_avg_pool2d_ex(row, kbig, 2, NULL, 0, pbig, 2, false, true, YT_NONE));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "avg_pool2d: kernel_size=9223372036854775807x3 times the output "
+                                  "size [1, 1, 1, 1] overflows int64");
+    yt_release(row), yt_release(x), yt_release(w);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* PyTorch's rule for ceil_mode: out = (in + 2 pad - dil (k - 1) - 1 + stride - 1) // stride + 1
+ * (floor division), less one if the last window starts past the input and left padding, and
+ * only out >= 1 is required: a window wider than the input still fits once. Shapes and values
+ * checked against torch 2.x (max_pool2d / avg_pool2d with count_include_pad=True). */
+Test(pool2d, ceil_mode_allows_a_window_wider_than_the_input_as_pytorch_does)
+{
+    yt_tensor *x1 = yt_full((const int64_t[]){1, 1, 1, 1}, 4, yt_float(3.0));
+    int64_t n;
+    for (int k = 2; k <= 3; k++)
+        for (int64_t s = k; s <= 5; s++) {
+            /* k = 2, s = 2: the reported case; torch gives 1x1 for all of these */
+            yt_tensor *m =
+                yt_max_pool2d_ex(x1, (const int64_t[]){k}, 1, &s, 1, NULL, 0, NULL, 0, true);
+            yt_tensor *a =
+                yt_avg_pool2d_ex(x1, (const int64_t[]){k}, 1, &s, 1, NULL, 0, true, true, YT_NONE);
+            test_expect_sizes(m, (const int64_t[]){1, 1, 1, 1}, 4);
+            test_expect_sizes(a, (const int64_t[]){1, 1, 1, 1}, 4);
+            double *vm = test_values(m, &n), *va = test_values(a, &n);
+            cr_assert(vm[0] == 3.0 && va[0] == 3.0, "k=%d s=%lld: max %g avg %g, torch 3 and 3", k,
+                      (long long)s, vm[0], va[0]);
+            free(vm), free(va), yt_release(m), yt_release(a);
+        }
+    /* without ceil_mode the same call is an error, as in torch */
+    const int64_t k2 = 2;
+    cr_assert_null(yt_max_pool2d_ex(x1, &k2, 1, &k2, 1, NULL, 0, NULL, 0, false));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE,
+                    "max_pool2d_with_indices: kernel 2x2 (dilation 1x1) is larger than the "
+                    "padded input 1x1");
+    const int64_t k3 = 3, s2 = 2; /* (1 - 3 + 1) // 2 + 1 = 0 */
+    cr_assert_null(yt_avg_pool2d_ex(x1, &k3, 1, &s2, 1, NULL, 0, true, true, YT_NONE));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "avg_pool2d: kernel 3x3 (dilation 1x1) is larger than the "
+                                  "padded input 1x1");
+
+    /* 5x5 plane of 0..24: kernel 6, stride 2 gives torch 1x1 (max 24, mean of all 25 = 12);
+     * kernel 7 is refused by torch ((5 - 7 + 1) // 2 + 1 = 0) */
+    yt_tensor *x5 = test_iota((const int64_t[]){1, 1, 5, 5}, 4);
+    const int64_t k6 = 6, k7 = 7;
+    yt_tensor *m = yt_max_pool2d_ex(x5, &k6, 1, &s2, 1, NULL, 0, NULL, 0, true);
+    yt_tensor *a = yt_avg_pool2d_ex(x5, &k6, 1, &s2, 1, NULL, 0, true, true, YT_NONE);
+    test_expect_sizes(m, (const int64_t[]){1, 1, 1, 1}, 4);
+    test_expect_sizes(a, (const int64_t[]){1, 1, 1, 1}, 4);
+    double *vm = test_values(m, &n), *va = test_values(a, &n);
+    cr_assert(vm[0] == 24.0 && va[0] == 12.0, "max %g avg %g, torch 24 and 12", vm[0], va[0]);
+    free(vm), free(va), yt_release(m), yt_release(a);
+    cr_assert_null(yt_max_pool2d_ex(x5, &k7, 1, &s2, 1, NULL, 0, NULL, 0, true));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE,
+                    "max_pool2d_with_indices: kernel 7x7 (dilation 1x1) is larger than the "
+                    "padded input 5x5");
+    yt_release(x1), yt_release(x5);
+    YT_ASSERT_NO_LEAKS();
+}
