@@ -6,6 +6,13 @@
 #include "internal.h"
 #include "kernels.h"
 
+/* ceil(a / b) for a >= 0, b >= 1; a + b - 1 would overflow for b near INT64_MAX. */
+static int64_t
+ceil_div(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
 /* Writes up to `capacity` pieces; on failure releases those written and returns -1. */
 static int64_t
 narrow_pieces(const char *op, yt_tensor *self, int64_t dim, int64_t piece, int64_t count,
@@ -46,7 +53,7 @@ yt__composite_split(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor 
         return -1;
     }
     /* PyTorch: an empty dim still gives one (empty) piece */
-    int64_t count = split_size == 0 ? 1 : size == 0 ? 1 : (size + split_size - 1) / split_size;
+    int64_t count = split_size == 0 || size == 0 ? 1 : ceil_div(size, split_size);
     return narrow_pieces("split", self, dim, split_size == 0 ? 0 : split_size, count, out,
                          out_capacity);
 }
@@ -60,12 +67,14 @@ yt__composite_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int 
         return -1;
     }
     int64_t size = yt_tensor_sizes(self)[dim], total = 0;
-    for (int i = 0; i < split_sizes_len; i++) {
+    /* every entry first, so that [6, -1] names the -1 rather than a sum already too large */
+    for (int i = 0; i < split_sizes_len; i++)
         if (split_sizes[i] < 0) {
             yt__fail(YT_ERR_VALUE, "split_with_sizes: split_sizes[%d]=%lld must not be negative", i,
                      (long long)split_sizes[i]);
             return -1;
         }
+    for (int i = 0; i < split_sizes_len; i++) {
         total += split_sizes[i] <= size ? split_sizes[i] : size + 1;
         if (total > size)
             break; /* already too many; stopping here keeps the sum from overflowing */
@@ -109,10 +118,10 @@ yt__composite_chunk(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **ou
         return -1;
     }
     int64_t size = yt_tensor_sizes(self)[dim];
-    int64_t piece = (size + chunks - 1) / chunks; /* PyTorch: ceil, so fewer chunks may come */
+    int64_t piece = ceil_div(size, chunks); /* PyTorch: ceil, so fewer chunks may come */
     if (piece == 0)
         return narrow_pieces("chunk", self, dim, 0, chunks, out, out_capacity);
-    return narrow_pieces("chunk", self, dim, piece, (size + piece - 1) / piece, out, out_capacity);
+    return narrow_pieces("chunk", self, dim, piece, ceil_div(size, piece), out, out_capacity);
 }
 
 int64_t

@@ -304,3 +304,28 @@ Test(shape, split_with_sizes_views_and_errors)
     yt_release(a);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* A split_size or a chunk count near INT64_MAX is one piece of everything, as in PyTorch; the
+ * piece counts used to overflow (size + split_size - 1). A negative entry of split_sizes is
+ * named even when the entries before it already add up to more than the size. */
+Test(shape, split_and_chunk_with_huge_counts_and_negative_sizes)
+{
+    const int64_t s5[1] = {5};
+    yt_tensor *x = test_iota(s5, 1), *out[8] = {0};
+    const double all[5] = {0, 1, 2, 3, 4};
+    cr_assert_eq(yt_split(x, INT64_MAX, out, 8), 1, "%s", yt_errmsg());
+    test_expect_values(out[0], all, 5, s5, 1);
+    yt_release(out[0]);
+    cr_assert_eq(yt_split(x, INT64_MAX - 1, out, 8), 1, "%s", yt_errmsg());
+    yt_release(out[0]);
+    cr_assert_eq(yt_chunk(x, INT64_MAX, out, 8), 5, "%s", yt_errmsg());
+    for (int i = 0; i < 5; i++) {
+        const double v = (double)i;
+        test_expect_values(out[i], &v, 1, (const int64_t[]){1}, 1);
+        yt_release(out[i]);
+    }
+    cr_assert_eq(yt_split_with_sizes(x, (const int64_t[]){6, -1}, 2, out, 8), -1);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "split_with_sizes: split_sizes[1]=-1 must not be negative");
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
