@@ -29,6 +29,13 @@ yt__composite_one_hot(yt_tensor *self, int64_t num_classes)
         int64_t top = iv[0];
         for (int64_t i = 1; i < n; i++)
             top = iv[i] > top ? iv[i] : top;
+        if (top == INT64_MAX) { /* top + 1 classes would not fit in int64 */
+            yt_release(idx);
+            return yt__fail(YT_ERR_VALUE,
+                            "one_hot: class value %lld would need num_classes=%lld + 1, which "
+                            "overflows int64",
+                            (long long)top, (long long)top);
+        }
         num_classes = top < 0 ? 0 : top + 1;
     }
     for (int64_t i = 0; i < n; i++) {

@@ -341,3 +341,20 @@ Test(index, sort_and_topk)
     yt_release(x);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* A class value of INT64_MAX would need INT64_MAX + 1 classes: an error naming the value, where
+ * the inferred count used to overflow (top + 1). */
+Test(index, one_hot_class_int64_max)
+{
+    const int64_t v[2] = {3, INT64_MAX}, s[1] = {2};
+    yt_tensor *c = yt_tensor_from_data(v, s, 1, YT_DTYPE_I64);
+    cr_assert_null(yt_one_hot(c));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "one_hot: class value 9223372036854775807 would need "
+                                  "num_classes=9223372036854775807 + 1, which overflows int64");
+    cr_assert_null(yt_one_hot_ex(c, INT64_MAX));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "one_hot: class value 9223372036854775807 is out of range for "
+                                  "num_classes=9223372036854775807 (expected "
+                                  "0..9223372036854775806)");
+    yt_release(c);
+    YT_ASSERT_NO_LEAKS();
+}
