@@ -62,6 +62,64 @@ typedef struct conv1d_args {
     int64_t stride[2], padding[2], dilation[2];
 } conv1d_args;
 
+/* conv1d's geometry checked in its own 1-D terms (input [N,] C, L, weight [out, in/groups, k]),
+ * so that no error speaks of the 2-D conv it is lifted to ("stride=[1, 0]"). The generated
+ * function has checked the ranks and the list lengths. */
+static yt_status
+conv1d_check(yt_tensor *input, yt_tensor *weight, int64_t stride, int64_t padding, int64_t dilation,
+             int64_t groups)
+{
+    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+    if (stride < 1)
+        return yt__fail_status(YT_ERR_VALUE, "conv1d: stride=[%lld] must be >= 1",
+                               (long long)stride);
+    if (padding < 0)
+        return yt__fail_status(YT_ERR_VALUE, "conv1d: padding=[%lld] must be >= 0",
+                               (long long)padding);
+    if (dilation < 1)
+        return yt__fail_status(YT_ERR_VALUE, "conv1d: dilation=[%lld] must be >= 1",
+                               (long long)dilation);
+    if (groups < 1)
+        return yt__fail_status(YT_ERR_VALUE, "conv1d: groups=%lld must be >= 1", (long long)groups);
+    int cdim = input->dim - 2;
+    int64_t c_in = input->sizes[cdim], len = input->sizes[cdim + 1];
+    int64_t c_out = weight->sizes[0], k = weight->sizes[2];
+    if (c_in % groups != 0)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "conv1d: input.size(%d)=%lld (in_channels) is not divisible by groups=%lld", cdim,
+            (long long)c_in, (long long)groups);
+    if (c_out % groups != 0)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "conv1d: weight.size(0)=%lld (out_channels) is not divisible by groups=%lld",
+            (long long)c_out, (long long)groups);
+    if (weight->sizes[1] != c_in / groups)
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "conv1d: weight.size(1)=%lld must equal in_channels/groups=%lld/%lld "
+            "(weight %s, input %s)",
+            (long long)weight->sizes[1], (long long)c_in, (long long)groups,
+            yt__format_sizes(a, sizeof a, weight->sizes, weight->dim),
+            yt__format_sizes(b, sizeof b, input->sizes, input->dim));
+    if (k < 1)
+        return yt__fail_status(YT_ERR_SHAPE, "conv1d: weight has a zero-size kernel (weight %s)",
+                               yt__format_sizes(a, sizeof a, weight->sizes, weight->dim));
+    int64_t padded;
+    if (!yt__mul_ok(&padded, padding, 2) || !yt__add_ok(&padded, padded, len))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "conv1d: padding=[%lld] on an input of length %lld gives a padded "
+                               "length that overflows int64",
+                               (long long)padding, (long long)len);
+    if (yt__pool_out_size(len, k, padding, stride, dilation, false) < 1)
+        return yt__fail_status(YT_ERR_SHAPE,
+                               "conv1d: kernel %lld (dilation %lld) is larger than the padded "
+                               "input %lld (input %lld, padding %lld)",
+                               (long long)k, (long long)dilation, (long long)padded, (long long)len,
+                               (long long)padding);
+    return YT_OK;
+}
+
 static yt_status
 conv1d_lift(conv1d_args *a, yt_tensor *input, yt_tensor *weight, const int64_t *stride,
             int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -71,6 +129,8 @@ conv1d_lift(conv1d_args *a, yt_tensor *input, yt_tensor *weight, const int64_t *
     a->stride[0] = 1, a->stride[1] = stride_len ? stride[0] : 1;
     a->padding[0] = 0, a->padding[1] = padding_len ? padding[0] : 0;
     a->dilation[0] = 1, a->dilation[1] = dilation_len ? dilation[0] : 1;
+    if (conv1d_check(input, weight, a->stride[1], a->padding[1], a->dilation[1], groups) != YT_OK)
+        return yt__last_status();
     int64_t xs[4] = {1, 1, 1, 1}, ws[4] = {1, 1, 1, 1};
     int xd = input->dim + 1;
     for (int i = 0; i < input->dim; i++)

@@ -703,3 +703,39 @@ Test(pool2d, ceil_mode_allows_a_window_wider_than_the_input_as_pytorch_does)
     yt_release(x1), yt_release(x5);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* conv1d is conv2d over a height of 1, but its errors speak of the 1-D call: they used to say
+ * "stride=[1, 0]" and show 2-D kernels and inputs. */
+Test(conv1d, errors_are_in_1d_terms)
+{
+    yt_tensor *x = yt_zeros((const int64_t[]){1, 4, 5}, 3);
+    yt_tensor *w = yt_zeros((const int64_t[]){6, 4, 3}, 3);
+    yt_tensor *w7 = yt_zeros((const int64_t[]){6, 4, 7}, 3);
+    yt_tensor *w3 = yt_zeros((const int64_t[]){6, 3, 3}, 3);
+    const int64_t zero = 0, one = 1, neg = -1, huge = INT64_MAX;
+    cr_assert_null(yt_conv1d_ex(x, w, NULL, &zero, 1, &zero, 1, &one, 1, 1));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "conv1d: stride=[0] must be >= 1");
+    cr_assert_null(yt_conv1d_ex(x, w, NULL, &one, 1, &neg, 1, &one, 1, 1));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "conv1d: padding=[-1] must be >= 0");
+    cr_assert_null(yt_conv1d_ex(x, w, NULL, &one, 1, &zero, 1, &zero, 1, 1));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "conv1d: dilation=[0] must be >= 1");
+    cr_assert_null(yt_conv1d_ex(x, w7, NULL, NULL, 0, NULL, 0, NULL, 0, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "conv1d: kernel 7 (dilation 1) is larger than the padded input "
+                                  "5 (input 5, padding 0)");
+    cr_assert_null(yt_conv1d_padding_ex(x, w7, NULL, NULL, 0, "valid", NULL, 0, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "conv1d: kernel 7 (dilation 1) is larger than the padded input "
+                                  "5 (input 5, padding 0)");
+    cr_assert_null(yt_conv1d_ex(x, w, NULL, NULL, 0, &huge, 1, NULL, 0, 1));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "conv1d: padding=[9223372036854775807] on an input of length 5 "
+                                  "gives a padded length that overflows int64");
+    cr_assert_null(yt_conv1d_ex(x, w3, NULL, NULL, 0, NULL, 0, NULL, 0, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "conv1d: weight.size(1)=3 must equal in_channels/groups=4/1 "
+                                  "(weight [6, 3, 3], input [1, 4, 5])");
+    cr_assert_null(yt_conv1d_ex(x, w, NULL, NULL, 0, NULL, 0, NULL, 0, 3));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "conv1d: input.size(1)=4 (in_channels) is not divisible by groups=3");
+    yt_tensor *y = yt_conv1d_ex(x, w, NULL, NULL, 0, &one, 1, NULL, 0, 1);
+    test_expect_sizes(y, (const int64_t[]){1, 6, 5}, 3);
+    yt_release(y), yt_release(x), yt_release(w), yt_release(w7), yt_release(w3);
+    YT_ASSERT_NO_LEAKS();
+}
