@@ -913,6 +913,8 @@ class OpLowering:
         if rec:
             b("if (status == YT_OK && recording)")
             b(f"    status = {self.record_call('self', 'self_before' if uses_self else 'self')};")
+            b("if (status == YT_OK && recording) /* a view: its base's history takes the write */")
+            b(f'    status = yt__rebase_view(self, "{name}");')
             if uses_self:
                 b("if (self_before != self)")
                 b("    yt_release(self_before);")

@@ -82,6 +82,12 @@ struct yt_tensor {
     yt_node *grad_fn; /* strong reference; NULL for leaves */
     int output_nr;    /* which output of grad_fn this is */
     yt_tensor *grad;  /* leaves: accumulated gradient (strong) */
+    /* views (made by a view op): the tensor they view, at the root of a chain of views (strong),
+     * and the storage version when grad_fn last described them; an in-place write through another
+     * handle since makes grad_fn stale (runtime/autograd/view_inplace.c) */
+    yt_tensor *view_base;
+    uint64_t view_version;
+    bool no_grad_view; /* made with grad mode off: no base kept, and no in-place write recorded */
 };
 
 /* Storage of `nbytes` on `device`, refcount 1, version 0. NULL with YT_ERR_NOMEM. */
@@ -428,6 +434,8 @@ typedef struct yt_node_kind {
     yt_status (*backward)(yt_node *node, yt_tensor *const *grads, yt_tensor **out);
     /* Releases saved values (after a backward without retain_graph, and at destruction). */
     void (*release_saved)(yt_node *node);
+    /* Releases what else the node holds, at destruction; NULL when nothing (generated nodes). */
+    void (*release_rest)(yt_node *node);
 } yt_node_kind;
 
 struct yt_node {
@@ -457,7 +465,20 @@ YT_INTERNAL void yt__node_set_edge(yt_node *node, int i, yt_tensor *input);
 /* Makes `node` the grad_fn of `result` as output `output_nr` (takes a node reference, sets
  * requires_grad, records shape and dtype for zero-filling). */
 YT_INTERNAL void yt__node_set_output(yt_node *node, yt_tensor *result, int output_nr);
-/* In-place ops on leaves that require grad are refused (as in PyTorch) while grad mode is on. */
+/* After in-place op `op` recorded its node as the grad_fn of `self`: when self is a view, its base's
+ * history is rebased through the write (a CopySlices node) and self becomes a view of the new
+ * history, so gradients reaching the base, or other views of it, see the write (PyTorch's
+ * rebase_history). YT_OK at once for tensors that are not views. */
+YT_INTERNAL yt_status yt__rebase_view(yt_tensor *self, const char *op);
+/* `view` views a tensor that only it holds (a copy its op made, as reshape does when the layout
+ * leaves no choice): it then stands alone, as the copy would have (PyTorch's _unsafe_view). */
+YT_INTERNAL void yt__forget_private_base(yt_tensor *view);
+/* When `t` is a view whose grad_fn an in-place write through another handle made stale, replaces
+ * its grad_fn with one that takes the view of its base's current history. Best effort: on failure
+ * the error is recorded and false returned. */
+YT_INTERNAL bool yt__refresh_view(yt_tensor *t);
+/* In-place ops on leaves that require grad, or on views of them, are refused (as in PyTorch) while
+ * grad mode is on. */
 YT_INTERNAL yt_status yt__check_inplace(yt_tensor *self, const char *op);
 
 /* A tensor saved for backward. Inputs are kept as they are (strong reference); outputs are kept

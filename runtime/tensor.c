@@ -28,6 +28,9 @@ new_handle(void)
     t->grad_fn = NULL;
     t->output_nr = 0;
     t->grad = NULL;
+    t->view_base = NULL;
+    t->view_version = 0;
+    t->no_grad_view = false;
     yt__count_live(1, 0);
     return t;
 }
@@ -294,6 +297,7 @@ yt_release(yt_tensor *t)
     yt__storage_release(t->storage);
     yt_release(t->grad); /* a grad has no grad of its own: recursion depth 1 */
     yt__node_release(t->grad_fn);
+    yt_release(t->view_base); /* a root: not a view itself, so the recursion stops here */
     yt__count_live(-1, 0);
     yt__cpu_free(t, sizeof *t);
 }

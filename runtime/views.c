@@ -11,10 +11,19 @@
 static yt_tensor *
 make_view(yt_tensor *self, int dim, const int64_t *sizes, const int64_t *strides, int64_t offset)
 {
-    for (int i = 0; i < dim; i++)
+    for (int i = 0; i < dim && offset != self->offset; i++)
         if (sizes[i] == 0)
-            return yt__view_of(self, dim, sizes, strides, self->offset);
-    return yt__view_of(self, dim, sizes, strides, offset);
+            offset = self->offset;
+    yt_tensor *view = yt__view_of(self, dim, sizes, strides, offset);
+    if (view == NULL)
+        return NULL;
+    /* for in-place writes through it (runtime/autograd/view_inplace.c); with grad mode off (as in
+     * inference) there is no history to rebase, and none is kept */
+    if (yt__tls.grad_disabled || self->no_grad_view)
+        view->no_grad_view = true;
+    else
+        view->view_base = yt_retain(self->view_base != NULL ? self->view_base : self);
+    return view;
 }
 
 static yt_tensor *

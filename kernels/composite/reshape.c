@@ -17,6 +17,8 @@ yt__composite_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
     yt_tensor *copy = yt_contiguous(self);
     yt_tensor *result = yt_view(copy, target.sizes, target.dim);
     yt_release(copy);
+    if (result != NULL)
+        yt__forget_private_base(result); /* the copy is reshape's own: the result is no view */
     return result;
 }
 

@@ -448,6 +448,8 @@ yt_backward(yt_tensor *root, yt_tensor *grad, const yt_backward_options *opts)
 {
     if (root == NULL)
         return yt__null_status("backward", "root");
+    if (root->view_base != NULL && !yt__refresh_view(root))
+        return yt__last_status();
     if (!root->requires_grad)
         return yt__fail_status(YT_ERR_STATE,
                                "backward: root does not require grad and has no grad_fn (was it "

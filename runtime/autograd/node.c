@@ -91,6 +91,8 @@ static void
 destroy(yt_node *node)
 {
     node->kind->release_saved(node);
+    if (node->kind->release_rest != NULL)
+        node->kind->release_rest(node);
     for (int i = 0; i < node->n_inputs; i++) {
         yt__node_release(node->next[i].node);
         yt_release(node->next[i].leaf);
@@ -133,6 +135,8 @@ yt__node_set_edge(yt_node *node, int i, yt_tensor *input)
     node->needs_grad[i] = false;
     if (input == NULL || !input->requires_grad)
         return;
+    if (input->view_base != NULL)
+        yt__refresh_view(input); /* on failure the stale history is all there is */
     node->needs_grad[i] = true;
     if (input->grad_fn != NULL) {
         yt__node_retain(input->grad_fn);
@@ -151,6 +155,9 @@ yt__node_set_output(yt_node *node, yt_tensor *result, int output_nr)
     result->grad_fn = node;
     result->output_nr = output_nr;
     result->requires_grad = true;
+    if (result->view_base != NULL)
+        result->view_version =
+            atomic_load_explicit(&result->storage->version, memory_order_relaxed);
     yt__node_release(old);
     yt__shape_of(&node->out_shapes[output_nr], result);
     node->out_dtypes[output_nr] = result->dtype;
@@ -159,11 +166,26 @@ yt__node_set_output(yt_node *node, yt_tensor *result, int output_nr)
 yt_status
 yt__check_inplace(yt_tensor *self, const char *op)
 {
-    if (self == NULL || yt__tls.grad_disabled || self->grad_fn != NULL || !self->requires_grad)
+    if (self == NULL || yt__tls.grad_disabled)
         return YT_OK;
-    return yt__fail_status(YT_ERR_STATE,
-                           "%s: a leaf tensor that requires grad can't be modified in place; "
-                           "modify a yt_detach() of it, or do it with grad mode off "
-                           "(yt_set_grad_enabled(false))",
-                           op);
+    if (self->grad_fn == NULL && self->requires_grad)
+        return yt__fail_status(YT_ERR_STATE,
+                               "%s: a leaf tensor that requires grad can't be modified in place; "
+                               "modify a yt_detach() of it, or do it with grad mode off "
+                               "(yt_set_grad_enabled(false))",
+                               op);
+    if (self->no_grad_view)
+        return yt__fail_status(YT_ERR_STATE,
+                               "%s: self is a view made with grad mode off; writing it in place "
+                               "with grad mode on could not update its base's history; make the "
+                               "view with grad mode on, or write a clone() of it",
+                               op);
+    const yt_tensor *base = self->view_base;
+    if (base != NULL && base->grad_fn == NULL && base->requires_grad)
+        return yt__fail_status(YT_ERR_STATE,
+                               "%s: a view of a leaf tensor that requires grad can't be modified "
+                               "in place; modify a yt_detach() of the leaf, or do it with grad "
+                               "mode off (yt_set_grad_enabled(false))",
+                               op);
+    return YT_OK;
 }

@@ -22,9 +22,18 @@ yt__saved_init(yt_saved *saved, yt_tensor *t, bool is_output, int output_nr)
     saved->defined = t != NULL;
     if (t == NULL)
         return YT_OK; /* an absent optional tensor stays absent */
-    yt_tensor *kept = is_output ? yt__alias(t) : yt_retain(t);
+    yt_tensor *kept = is_output || t->view_base != NULL ? yt__alias(t) : yt_retain(t);
     if (kept == NULL)
         return yt__last_status();
+    if (!is_output && kept != t) {
+        /* An input that is a view holds its base, whose history may come to hold this node (an
+         * in-place write into the view: runtime/autograd/view_inplace.c); keeping the input itself
+         * would then be a cycle. The alias keeps its identity but not the base. */
+        kept->requires_grad = t->requires_grad;
+        kept->grad_fn = t->grad_fn;
+        kept->output_nr = t->output_nr;
+        yt__node_retain(kept->grad_fn);
+    }
     saved->tensor = kept;
     saved->version = version_of(t);
     return YT_OK;

@@ -152,8 +152,8 @@ Test(tensor, empty_with_sizes_whose_product_overflows)
     for (int i = 0; i < 3; i++)
         cr_assert_geq(yt_tensor_stride(e, i), 1, "stride(%d) = %lld", i,
                       (long long)yt_tensor_stride(e, i));
-    yt_tensor *f = yt_full_ex((const int64_t[]){big, 0, big}, 3, yt_float(1), YT_DTYPE_F32,
-                              YT_DEVICE_NONE);
+    yt_tensor *f =
+        yt_full_ex((const int64_t[]){big, 0, big}, 3, yt_float(1), YT_DTYPE_F32, YT_DEVICE_NONE);
     cr_assert_not_null(f, "%s", yt_errmsg());
     const int64_t d0 = 0, kept[2] = {0, big};
     yt_tensor *s = yt_sum_dim(f, &d0, 1);
