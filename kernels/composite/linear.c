@@ -11,10 +11,41 @@
 #include "internal.h"
 #include "kernels.h"
 
+/* bias must broadcast to the output (input's leading dims, then out_features for a 2-D weight);
+ * checked here so that a wrong size is reported as linear's bias, not as addmm's self. */
+static bool
+bias_fits(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
+{
+    int di = yt_tensor_dim(input), dw = yt_tensor_dim(weight), db = yt_tensor_dim(bias);
+    int64_t out[YT_MAX_DIM];
+    int n = 0;
+    for (int i = 0; i < di - 1; i++)
+        out[n++] = yt_tensor_size(input, i);
+    if (dw == 2)
+        out[n++] = yt_tensor_size(weight, 0);
+    for (int i = 1; i <= db && i <= n; i++) {
+        int64_t b = yt_tensor_size(bias, db - i);
+        if (b != 1 && b != out[n - i]) {
+            char bs[YT__SIZES_BUF], os[YT__SIZES_BUF], is[YT__SIZES_BUF], ws[YT__SIZES_BUF];
+            yt__fail(YT_ERR_SHAPE,
+                     "linear: bias of shape %s cannot broadcast to the output shape %s "
+                     "(input %s, weight %s)",
+                     yt__format_sizes(bs, sizeof bs, yt_tensor_sizes(bias), db),
+                     yt__format_sizes(os, sizeof os, out, n),
+                     yt__format_sizes(is, sizeof is, yt_tensor_sizes(input), di),
+                     yt__format_sizes(ws, sizeof ws, yt_tensor_sizes(weight), dw));
+            return false;
+        }
+    }
+    return true;
+}
+
 yt_tensor *
 yt__composite_linear(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
 {
     int di = yt_tensor_dim(input), dw = yt_tensor_dim(weight);
+    if (bias != NULL && !bias_fits(input, weight, bias))
+        return NULL;
     yt_tensor *wt = dw == 2 ? yt_t(weight) : yt_retain(weight);
     yt_tensor *result;
     if (di == 2 && dw == 2 && bias != NULL) {

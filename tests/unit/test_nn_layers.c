@@ -788,3 +788,32 @@ Test(nn_layers, extreme_sizes_are_errors)
     cr_assert_neq(yt_errcode(), YT_OK);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* A bias that does not broadcast to linear's output is reported as linear's bias; it used to
+ * surface from the addmm (or add) the composite calls. Biases torch accepts still work. */
+Test(nn_layers, linear_bias_of_the_wrong_size_names_linear)
+{
+    yt_tensor *x = yt_ones((const int64_t[]){2, 3}, 2), *w = yt_ones((const int64_t[]){4, 3}, 2);
+    yt_tensor *x3 = yt_ones((const int64_t[]){5, 2, 3}, 3), *x1 = yt_ones((const int64_t[]){3}, 1);
+    yt_tensor *b5 = yt_ones((const int64_t[]){5}, 1), *b1 = yt_ones((const int64_t[]){1}, 1);
+    yt_tensor *b24 = yt_ones((const int64_t[]){2, 4}, 2);
+    cr_assert_null(yt_linear_ex(x, w, b5));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "linear: bias of shape [5] cannot broadcast to the output shape "
+                                  "[2, 4] (input [2, 3], weight [4, 3])");
+    cr_assert_null(yt_linear_ex(x3, w, b5));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "linear: bias of shape [5] cannot broadcast to the output shape "
+                                  "[5, 2, 4]");
+    cr_assert_null(yt_linear_ex(x1, w, b5));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "linear: bias of shape [5] cannot broadcast to the output shape "
+                                  "[4]");
+    yt_tensor *y = yt_linear_ex(x, w, b1), *y24 = yt_linear_ex(x, w, b24);
+    test_expect_sizes(y, (const int64_t[]){2, 4}, 2);
+    test_expect_sizes(y24, (const int64_t[]){2, 4}, 2);
+    int64_t n;
+    double *v = test_values(y, &n);
+    cr_assert_eq(v[0], 4.0, "3 ones dotted plus a bias of 1: %g", v[0]);
+    free(v);
+    yt_release(y), yt_release(y24), yt_release(x), yt_release(w), yt_release(x3), yt_release(x1);
+    yt_release(b5), yt_release(b1), yt_release(b24);
+    YT_ASSERT_NO_LEAKS();
+}
