@@ -248,6 +248,26 @@ yt__composite_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
     return result;
 }
 
+/* values must broadcast to the indexed shape; checked here so that the error names index_put's
+ * values (PyTorch: "shape mismatch: value tensor ... cannot be broadcast"), not expand. */
+static bool
+values_fit(yt_tensor *values, const int64_t *shape, int n)
+{
+    bool ok = values->dim <= n;
+    for (int i = 1; ok && i <= values->dim; i++) {
+        int64_t v = values->sizes[values->dim - i];
+        ok = v == 1 || v == shape[n - i];
+    }
+    if (!ok) {
+        char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+        yt__fail(YT_ERR_SHAPE,
+                 "index_put: values of shape %s cannot broadcast to the indexed shape %s",
+                 yt__format_sizes(a, sizeof a, values->sizes, values->dim),
+                 yt__format_sizes(b, sizeof b, shape, n));
+    }
+    return ok;
+}
+
 yt_tensor *
 yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len,
                         yt_tensor *values, bool accumulate)
@@ -262,6 +282,8 @@ yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_
     }
     if (pl.n_indexed == 0) { /* self[...] = values over everything */
         plan_release(&pl);
+        if (!values_fit(values, self->sizes, self->dim))
+            return NULL;
         yt_tensor *e = yt_expand(values, self->sizes, self->dim);
         yt_tensor *r = e == NULL    ? NULL
                        : accumulate ? yt_add(self, e)
@@ -274,6 +296,10 @@ yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_
     if (n > YT_MAX_DIM) {
         plan_release(&pl);
         return yt__fail(YT_ERR_SHAPE, "index_put: the indexed shape would have %d dims", n);
+    }
+    if (!values_fit(values, shape, n)) {
+        plan_release(&pl);
+        return NULL;
     }
     for (int j = 0; j < n; j++)
         from_torch[to_torch[j]] = j;

@@ -358,3 +358,33 @@ Test(index, one_hot_class_int64_max)
     yt_release(c);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* values that do not broadcast to the indexed shape are index_put's error; they used to be
+ * reported by the expand inside it ("expand: the expanded size 2 must match ..."). */
+Test(index, index_put_values_of_the_wrong_shape_name_index_put)
+{
+    yt_tensor *x = yt_zeros((const int64_t[]){3, 4}, 2);
+    const int64_t iv[2] = {0, -1}, is[1] = {2};
+    yt_tensor *idx = yt_tensor_from_data(iv, is, 1, YT_DTYPE_I64);
+    yt_tensor *v34 = yt_ones((const int64_t[]){3, 4}, 2),
+              *v24 = yt_ones((const int64_t[]){2, 4}, 2);
+    yt_tensor *v4 = yt_ones((const int64_t[]){4}, 1);
+    cr_assert_null(yt_index_put(x, (yt_tensor *[]){idx}, 1, v34));
+    YT_ASSERT_ERROR(
+        YT_ERR_SHAPE,
+        "index_put: values of shape [3, 4] cannot broadcast to the indexed shape [2, 4]");
+    cr_assert_null(yt_index_put(x, NULL, 0, v24));
+    YT_ASSERT_ERROR(
+        YT_ERR_SHAPE,
+        "index_put: values of shape [2, 4] cannot broadcast to the indexed shape [3, 4]");
+    yt_tensor *ok = yt_index_put(x, (yt_tensor *[]){idx}, 1, v4);
+    int64_t n;
+    double *got = test_values(ok, &n);
+    const double want[12] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};
+    for (int i = 0; i < 12; i++)
+        cr_assert_eq(got[i], want[i], "[%d]: %g, expected %g", i, got[i], want[i]);
+    free(got);
+    yt_release(ok), yt_release(x), yt_release(idx), yt_release(v34), yt_release(v24);
+    yt_release(v4);
+    YT_ASSERT_NO_LEAKS();
+}
