@@ -100,6 +100,22 @@ yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len, const char *
         if (!constant && !reflect && n == 0 && (l > 0 || r > 0))
             return yt__fail(YT_ERR_VALUE, "pad: replicate padding of dim %d, which is empty", d);
     }
+    /* The fill value is converted first, so that one that does not fit self's dtype is pad's
+     * error (naming value) rather than the inner full's; a 0-D full can fail no other way but
+     * out of memory. As in PyTorch, only a pad that adds a border needs the value. */
+    bool grows = false;
+    for (int i = 0; i < pad_len; i++)
+        grows = grows || pad[i] > 0;
+    yt_tensor *fill = NULL;
+    if (constant && grows && value != NULL && *value != 0.0) {
+        fill = yt_full_ex(NULL, 0, yt_float(*value), yt_tensor_dtype(self), yt_tensor_device(self));
+        if (fill == NULL && yt_errcode() == YT_ERR_VALUE)
+            return yt__fail(YT_ERR_VALUE,
+                            "pad: value=%g cannot be converted to %s without overflow", *value,
+                            yt_dtype_name(yt_tensor_dtype(self)));
+        if (fill == NULL)
+            return NULL;
+    }
     yt_tensor *x = yt_retain(self);
     for (int i = 0; i < pad_len / 2 && x != NULL; i++) {
         int d = nd - 1 - i;
@@ -110,16 +126,17 @@ yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len, const char *
     }
     if (x == self) { /* nothing padded: still a new tensor, as in PyTorch */
         yt_release(x);
+        yt_release(fill);
         return yt_clone(self);
     }
-    if (x == NULL || !constant || value == NULL || *value == 0.0)
+    if (x == NULL || fill == NULL) {
+        yt_release(fill);
         return x;
+    }
     /* the border takes `value`: a mask of where self landed, padded the same way */
     yt_tensor *mask = yt_ones_ex(sizes, nd, YT_DTYPE_BOOL, yt_tensor_device(self));
     for (int i = 0; i < pad_len / 2 && mask != NULL; i++)
         mask = constant_dim(mask, nd - 1 - i, pad[2 * i], pad[2 * i + 1]);
-    yt_tensor *fill =
-        yt_full_ex(NULL, 0, yt_float(*value), yt_tensor_dtype(self), yt_tensor_device(self));
     yt_tensor *result = mask == NULL || fill == NULL ? NULL : yt_where(mask, x, fill);
     yt_release(fill);
     yt_release(mask);

@@ -170,6 +170,10 @@ yt__composite_stack(yt_tensor *const *tensors, int tensors_len, int64_t dim)
                             i);
         }
     }
+    if (nd >= YT_MAX_DIM) /* else the inner unsqueeze reports it under its own name */
+        return yt__fail(YT_ERR_SHAPE,
+                        "stack: tensors are %d-D; stacking them would need %d dims (at most %d)",
+                        nd, nd + 1, YT_MAX_DIM);
     if (yt__wrap_dim(&dim, nd + 1, "stack", "dim") != YT_OK)
         return NULL;
     yt_tensor **parts = calloc((size_t)tensors_len, sizeof *parts);

@@ -329,3 +329,29 @@ Test(shape, split_and_chunk_with_huge_counts_and_negative_sizes)
     yt_release(x);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Errors of composites that used to come from the ops inside them: stack of 8-D tensors
+ * ("unsqueeze: self is already 8-D"), and pad with a value that does not fit the dtype
+ * ("full: fill_value=..."). A pad that only crops needs no value, as in PyTorch. */
+Test(shape, stack_and_pad_errors_name_the_public_op)
+{
+    const int64_t s8[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    yt_tensor *e = yt_zeros(s8, 8);
+    cr_assert_null(yt_stack((yt_tensor *[]){e, e}, 2));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "stack: tensors are 8-D; stacking them would need 9 dims (at "
+                                  "most 8)");
+
+    const int64_t s3[1] = {3};
+    yt_tensor *b = yt_ones_ex(s3, 1, YT_DTYPE_I8, YT_DEVICE_CPU);
+    const double big = 1e10, ok = 2.7;
+    cr_assert_null(yt_pad_ex(b, (const int64_t[]){1, 1}, 2, "constant", &big));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "pad: value=1e+10 cannot be converted to i8 without overflow");
+    yt_tensor *p = yt_pad_ex(b, (const int64_t[]){1, 1}, 2, "constant", &ok);
+    const double pw[5] = {2, 1, 1, 1, 2}; /* torch: 2.7 truncates to 2 in i8 */
+    test_expect_values(p, pw, 5, (const int64_t[]){5}, 1);
+    yt_tensor *c = yt_pad_ex(b, (const int64_t[]){-1, 0}, 2, "constant", &big);
+    const double cw[2] = {1, 1};
+    test_expect_values(c, cw, 2, (const int64_t[]){2}, 1);
+    yt_release(c), yt_release(p), yt_release(b), yt_release(e);
+    YT_ASSERT_NO_LEAKS();
+}
