@@ -53,6 +53,11 @@ BOOL_HELPERS = ("abs", "sign", "maximum", "minimum")  # the ones with a bool for
 HELPER_SUFFIX = {"float": "f", "double": "d", "int8_t": "i8", "int16_t": "i16", "int32_t": "i32",
                  "int64_t": "i64", "bool": "b"}
 INT_DIVISION = ("remainder", "floor_divide", "trunc_divide")
+# + - * and unary - of signed integer loops call yt__pw_{add,sub,mul,neg}_SUFFIX (pointwise_math.h),
+# which compute in the unsigned type of the same width and convert back: two's-complement
+# wrap-around as in PyTorch, where `a + b` on int32_t would be undefined behaviour on overflow.
+WRAPPING_OPS = {"+": "add", "-": "sub", "*": "mul"}
+WRAPPING_TYPES = ("int8_t", "int16_t", "int32_t", "int64_t")
 # checked(x): the Scalar x must convert to the loop's dtype without overflow (PyTorch's
 # Scalar::to<T>(), as in masked_fill, clamp and alpha); the kernel checks it once per call.
 # checked_alpha(x) adds PyTorch's alpha_check: no float alpha for integral dtypes, no bool alpha
@@ -247,7 +252,11 @@ class PointwiseExpr:
                     self._fail(f"'/' has no {dtype} form (declare result_dtype: floating)", NoForm)
                 if ctype == "bool":  # bool arithmetic is logic, as in PyTorch (True + True is True)
                     op = {"*": "&&", "+": "||"}.get(op, op)
+                if ctype in WRAPPING_TYPES:
+                    return f"yt__pw_{WRAPPING_OPS[op]}_{HELPER_SUFFIX[ctype]}({_unwrap(r(n.left))}, {_unwrap(r(n.right))})"
                 return f"({r(n.left)} {op} {r(n.right)})"
+            if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and ctype in WRAPPING_TYPES:
+                return f"yt__pw_neg_{HELPER_SUFFIX[ctype]}({_unwrap(r(n.operand))})"
             if isinstance(n, ast.UnaryOp):
                 return f"(-{r(n.operand)})" if isinstance(n.op, ast.USub) else f"(!{r(n.operand)})"
             if isinstance(n, ast.Compare) and isinstance(n.ops[0], (ast.Is, ast.IsNot)):

@@ -52,7 +52,7 @@ sub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self - (alpha * other);
+                const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -62,7 +62,7 @@ sub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self - (alpha * other);
+                const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -72,7 +72,7 @@ sub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[0];
-                const int32_t out_value = self - (alpha * other);
+                const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -80,7 +80,7 @@ sub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
-            const int32_t out_value = self - (alpha * other);
+            const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -116,7 +116,7 @@ sub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[i];
-                const int8_t out_value = self - (alpha * other);
+                const int8_t out_value = yt__pw_sub_i8(self, yt__pw_mul_i8(alpha, other));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -126,7 +126,7 @@ sub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
                 const int8_t other = other_p[i];
-                const int8_t out_value = self - (alpha * other);
+                const int8_t out_value = yt__pw_sub_i8(self, yt__pw_mul_i8(alpha, other));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -136,7 +136,7 @@ sub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[0];
-                const int8_t out_value = self - (alpha * other);
+                const int8_t out_value = yt__pw_sub_i8(self, yt__pw_mul_i8(alpha, other));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -144,7 +144,7 @@ sub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
-            const int8_t out_value = self - (alpha * other);
+            const int8_t out_value = yt__pw_sub_i8(self, yt__pw_mul_i8(alpha, other));
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -180,7 +180,7 @@ sub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[i];
-                const int16_t out_value = self - (alpha * other);
+                const int16_t out_value = yt__pw_sub_i16(self, yt__pw_mul_i16(alpha, other));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -190,7 +190,7 @@ sub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
                 const int16_t other = other_p[i];
-                const int16_t out_value = self - (alpha * other);
+                const int16_t out_value = yt__pw_sub_i16(self, yt__pw_mul_i16(alpha, other));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -200,7 +200,7 @@ sub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[0];
-                const int16_t out_value = self - (alpha * other);
+                const int16_t out_value = yt__pw_sub_i16(self, yt__pw_mul_i16(alpha, other));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -208,7 +208,7 @@ sub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
-            const int16_t out_value = self - (alpha * other);
+            const int16_t out_value = yt__pw_sub_i16(self, yt__pw_mul_i16(alpha, other));
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -244,7 +244,7 @@ sub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self - (alpha * other);
+                const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -254,7 +254,7 @@ sub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self - (alpha * other);
+                const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -264,7 +264,7 @@ sub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[0];
-                const int32_t out_value = self - (alpha * other);
+                const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -272,7 +272,7 @@ sub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
-            const int32_t out_value = self - (alpha * other);
+            const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -308,7 +308,7 @@ sub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[i];
-                const int64_t out_value = self - (alpha * other);
+                const int64_t out_value = yt__pw_sub_i64(self, yt__pw_mul_i64(alpha, other));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -318,7 +318,7 @@ sub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
                 const int64_t other = other_p[i];
-                const int64_t out_value = self - (alpha * other);
+                const int64_t out_value = yt__pw_sub_i64(self, yt__pw_mul_i64(alpha, other));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -328,7 +328,7 @@ sub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[0];
-                const int64_t out_value = self - (alpha * other);
+                const int64_t out_value = yt__pw_sub_i64(self, yt__pw_mul_i64(alpha, other));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -336,7 +336,7 @@ sub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
-            const int64_t out_value = self - (alpha * other);
+            const int64_t out_value = yt__pw_sub_i64(self, yt__pw_mul_i64(alpha, other));
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
@@ -667,14 +667,14 @@ sub_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = self - (alpha * other);
+                const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self - (alpha * other);
+            const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -708,14 +708,14 @@ sub_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const int8_t out_value = self - (alpha * other);
+                const int8_t out_value = yt__pw_sub_i8(self, yt__pw_mul_i8(alpha, other));
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const int8_t out_value = self - (alpha * other);
+            const int8_t out_value = yt__pw_sub_i8(self, yt__pw_mul_i8(alpha, other));
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -749,14 +749,14 @@ sub_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const int16_t out_value = self - (alpha * other);
+                const int16_t out_value = yt__pw_sub_i16(self, yt__pw_mul_i16(alpha, other));
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const int16_t out_value = self - (alpha * other);
+            const int16_t out_value = yt__pw_sub_i16(self, yt__pw_mul_i16(alpha, other));
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -790,14 +790,14 @@ sub_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = self - (alpha * other);
+                const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self - (alpha * other);
+            const int32_t out_value = yt__pw_sub_i32(self, yt__pw_mul_i32(alpha, other));
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -831,14 +831,14 @@ sub_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const int64_t out_value = self - (alpha * other);
+                const int64_t out_value = yt__pw_sub_i64(self, yt__pw_mul_i64(alpha, other));
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const int64_t out_value = self - (alpha * other);
+            const int64_t out_value = yt__pw_sub_i64(self, yt__pw_mul_i64(alpha, other));
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
@@ -2426,7 +2426,8 @@ addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *r
                 const int32_t self = self_p[i];
                 const int32_t tensor1 = tensor1_p[i];
                 const int32_t tensor2 = tensor2_p[i];
-                const int32_t out_value = self + ((value * tensor1) * tensor2);
+                const int32_t out_value =
+                    yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -2438,7 +2439,8 @@ addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *r
                 const int32_t self = self_p[0];
                 const int32_t tensor1 = tensor1_p[i];
                 const int32_t tensor2 = tensor2_p[i];
-                const int32_t out_value = self + ((value * tensor1) * tensor2);
+                const int32_t out_value =
+                    yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -2450,7 +2452,8 @@ addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *r
                 const int32_t self = self_p[i];
                 const int32_t tensor1 = tensor1_p[0];
                 const int32_t tensor2 = tensor2_p[i];
-                const int32_t out_value = self + ((value * tensor1) * tensor2);
+                const int32_t out_value =
+                    yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -2462,7 +2465,8 @@ addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *r
                 const int32_t self = self_p[i];
                 const int32_t tensor1 = tensor1_p[i];
                 const int32_t tensor2 = tensor2_p[0];
-                const int32_t out_value = self + ((value * tensor1) * tensor2);
+                const int32_t out_value =
+                    yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -2471,7 +2475,8 @@ addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *r
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t tensor1 = *(const uint8_t *)((const char *)tensor1_p + i * strides[2]);
             const int32_t tensor2 = *(const uint8_t *)((const char *)tensor2_p + i * strides[3]);
-            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            const int32_t out_value =
+                yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -2510,7 +2515,8 @@ addcmul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *r
                 const int8_t self = self_p[i];
                 const int8_t tensor1 = tensor1_p[i];
                 const int8_t tensor2 = tensor2_p[i];
-                const int8_t out_value = self + ((value * tensor1) * tensor2);
+                const int8_t out_value =
+                    yt__pw_add_i8(self, yt__pw_mul_i8(yt__pw_mul_i8(value, tensor1), tensor2));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -2522,7 +2528,8 @@ addcmul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *r
                 const int8_t self = self_p[0];
                 const int8_t tensor1 = tensor1_p[i];
                 const int8_t tensor2 = tensor2_p[i];
-                const int8_t out_value = self + ((value * tensor1) * tensor2);
+                const int8_t out_value =
+                    yt__pw_add_i8(self, yt__pw_mul_i8(yt__pw_mul_i8(value, tensor1), tensor2));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -2534,7 +2541,8 @@ addcmul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *r
                 const int8_t self = self_p[i];
                 const int8_t tensor1 = tensor1_p[0];
                 const int8_t tensor2 = tensor2_p[i];
-                const int8_t out_value = self + ((value * tensor1) * tensor2);
+                const int8_t out_value =
+                    yt__pw_add_i8(self, yt__pw_mul_i8(yt__pw_mul_i8(value, tensor1), tensor2));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -2546,7 +2554,8 @@ addcmul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *r
                 const int8_t self = self_p[i];
                 const int8_t tensor1 = tensor1_p[i];
                 const int8_t tensor2 = tensor2_p[0];
-                const int8_t out_value = self + ((value * tensor1) * tensor2);
+                const int8_t out_value =
+                    yt__pw_add_i8(self, yt__pw_mul_i8(yt__pw_mul_i8(value, tensor1), tensor2));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -2555,7 +2564,8 @@ addcmul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *r
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t tensor1 = *(const int8_t *)((const char *)tensor1_p + i * strides[2]);
             const int8_t tensor2 = *(const int8_t *)((const char *)tensor2_p + i * strides[3]);
-            const int8_t out_value = self + ((value * tensor1) * tensor2);
+            const int8_t out_value =
+                yt__pw_add_i8(self, yt__pw_mul_i8(yt__pw_mul_i8(value, tensor1), tensor2));
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -2594,7 +2604,8 @@ addcmul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int16_t self = self_p[i];
                 const int16_t tensor1 = tensor1_p[i];
                 const int16_t tensor2 = tensor2_p[i];
-                const int16_t out_value = self + ((value * tensor1) * tensor2);
+                const int16_t out_value =
+                    yt__pw_add_i16(self, yt__pw_mul_i16(yt__pw_mul_i16(value, tensor1), tensor2));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -2606,7 +2617,8 @@ addcmul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int16_t self = self_p[0];
                 const int16_t tensor1 = tensor1_p[i];
                 const int16_t tensor2 = tensor2_p[i];
-                const int16_t out_value = self + ((value * tensor1) * tensor2);
+                const int16_t out_value =
+                    yt__pw_add_i16(self, yt__pw_mul_i16(yt__pw_mul_i16(value, tensor1), tensor2));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -2618,7 +2630,8 @@ addcmul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int16_t self = self_p[i];
                 const int16_t tensor1 = tensor1_p[0];
                 const int16_t tensor2 = tensor2_p[i];
-                const int16_t out_value = self + ((value * tensor1) * tensor2);
+                const int16_t out_value =
+                    yt__pw_add_i16(self, yt__pw_mul_i16(yt__pw_mul_i16(value, tensor1), tensor2));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -2630,7 +2643,8 @@ addcmul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int16_t self = self_p[i];
                 const int16_t tensor1 = tensor1_p[i];
                 const int16_t tensor2 = tensor2_p[0];
-                const int16_t out_value = self + ((value * tensor1) * tensor2);
+                const int16_t out_value =
+                    yt__pw_add_i16(self, yt__pw_mul_i16(yt__pw_mul_i16(value, tensor1), tensor2));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -2639,7 +2653,8 @@ addcmul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t tensor1 = *(const int16_t *)((const char *)tensor1_p + i * strides[2]);
             const int16_t tensor2 = *(const int16_t *)((const char *)tensor2_p + i * strides[3]);
-            const int16_t out_value = self + ((value * tensor1) * tensor2);
+            const int16_t out_value =
+                yt__pw_add_i16(self, yt__pw_mul_i16(yt__pw_mul_i16(value, tensor1), tensor2));
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -2678,7 +2693,8 @@ addcmul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int32_t self = self_p[i];
                 const int32_t tensor1 = tensor1_p[i];
                 const int32_t tensor2 = tensor2_p[i];
-                const int32_t out_value = self + ((value * tensor1) * tensor2);
+                const int32_t out_value =
+                    yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -2690,7 +2706,8 @@ addcmul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int32_t self = self_p[0];
                 const int32_t tensor1 = tensor1_p[i];
                 const int32_t tensor2 = tensor2_p[i];
-                const int32_t out_value = self + ((value * tensor1) * tensor2);
+                const int32_t out_value =
+                    yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -2702,7 +2719,8 @@ addcmul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int32_t self = self_p[i];
                 const int32_t tensor1 = tensor1_p[0];
                 const int32_t tensor2 = tensor2_p[i];
-                const int32_t out_value = self + ((value * tensor1) * tensor2);
+                const int32_t out_value =
+                    yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -2714,7 +2732,8 @@ addcmul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int32_t self = self_p[i];
                 const int32_t tensor1 = tensor1_p[i];
                 const int32_t tensor2 = tensor2_p[0];
-                const int32_t out_value = self + ((value * tensor1) * tensor2);
+                const int32_t out_value =
+                    yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -2723,7 +2742,8 @@ addcmul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t tensor1 = *(const int32_t *)((const char *)tensor1_p + i * strides[2]);
             const int32_t tensor2 = *(const int32_t *)((const char *)tensor2_p + i * strides[3]);
-            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            const int32_t out_value =
+                yt__pw_add_i32(self, yt__pw_mul_i32(yt__pw_mul_i32(value, tensor1), tensor2));
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -2762,7 +2782,8 @@ addcmul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int64_t self = self_p[i];
                 const int64_t tensor1 = tensor1_p[i];
                 const int64_t tensor2 = tensor2_p[i];
-                const int64_t out_value = self + ((value * tensor1) * tensor2);
+                const int64_t out_value =
+                    yt__pw_add_i64(self, yt__pw_mul_i64(yt__pw_mul_i64(value, tensor1), tensor2));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -2774,7 +2795,8 @@ addcmul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int64_t self = self_p[0];
                 const int64_t tensor1 = tensor1_p[i];
                 const int64_t tensor2 = tensor2_p[i];
-                const int64_t out_value = self + ((value * tensor1) * tensor2);
+                const int64_t out_value =
+                    yt__pw_add_i64(self, yt__pw_mul_i64(yt__pw_mul_i64(value, tensor1), tensor2));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -2786,7 +2808,8 @@ addcmul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int64_t self = self_p[i];
                 const int64_t tensor1 = tensor1_p[0];
                 const int64_t tensor2 = tensor2_p[i];
-                const int64_t out_value = self + ((value * tensor1) * tensor2);
+                const int64_t out_value =
+                    yt__pw_add_i64(self, yt__pw_mul_i64(yt__pw_mul_i64(value, tensor1), tensor2));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -2798,7 +2821,8 @@ addcmul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *
                 const int64_t self = self_p[i];
                 const int64_t tensor1 = tensor1_p[i];
                 const int64_t tensor2 = tensor2_p[0];
-                const int64_t out_value = self + ((value * tensor1) * tensor2);
+                const int64_t out_value =
+                    yt__pw_add_i64(self, yt__pw_mul_i64(yt__pw_mul_i64(value, tensor1), tensor2));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -2807,7 +2831,8 @@ addcmul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t tensor1 = *(const int64_t *)((const char *)tensor1_p + i * strides[2]);
             const int64_t tensor2 = *(const int64_t *)((const char *)tensor2_p + i * strides[3]);
-            const int64_t out_value = self + ((value * tensor1) * tensor2);
+            const int64_t out_value =
+                yt__pw_add_i64(self, yt__pw_mul_i64(yt__pw_mul_i64(value, tensor1), tensor2));
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }

@@ -50,14 +50,14 @@ rsub_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = other - (alpha * self);
+                const int32_t out_value = yt__pw_sub_i32(other, yt__pw_mul_i32(alpha, self));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = other - (alpha * self);
+            const int32_t out_value = yt__pw_sub_i32(other, yt__pw_mul_i32(alpha, self));
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -91,14 +91,14 @@ rsub_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const int8_t out_value = other - (alpha * self);
+                const int8_t out_value = yt__pw_sub_i8(other, yt__pw_mul_i8(alpha, self));
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const int8_t out_value = other - (alpha * self);
+            const int8_t out_value = yt__pw_sub_i8(other, yt__pw_mul_i8(alpha, self));
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -132,14 +132,14 @@ rsub_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const int16_t out_value = other - (alpha * self);
+                const int16_t out_value = yt__pw_sub_i16(other, yt__pw_mul_i16(alpha, self));
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const int16_t out_value = other - (alpha * self);
+            const int16_t out_value = yt__pw_sub_i16(other, yt__pw_mul_i16(alpha, self));
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -173,14 +173,14 @@ rsub_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = other - (alpha * self);
+                const int32_t out_value = yt__pw_sub_i32(other, yt__pw_mul_i32(alpha, self));
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = other - (alpha * self);
+            const int32_t out_value = yt__pw_sub_i32(other, yt__pw_mul_i32(alpha, self));
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -214,14 +214,14 @@ rsub_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const int64_t out_value = other - (alpha * self);
+                const int64_t out_value = yt__pw_sub_i64(other, yt__pw_mul_i64(alpha, self));
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const int64_t out_value = other - (alpha * self);
+            const int64_t out_value = yt__pw_sub_i64(other, yt__pw_mul_i64(alpha, self));
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
@@ -523,7 +523,7 @@ mul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self * other;
+                const int32_t out_value = yt__pw_mul_i32(self, other);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -533,7 +533,7 @@ mul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self * other;
+                const int32_t out_value = yt__pw_mul_i32(self, other);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -543,7 +543,7 @@ mul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[0];
-                const int32_t out_value = self * other;
+                const int32_t out_value = yt__pw_mul_i32(self, other);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -551,7 +551,7 @@ mul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
-            const int32_t out_value = self * other;
+            const int32_t out_value = yt__pw_mul_i32(self, other);
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -586,7 +586,7 @@ mul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[i];
-                const int8_t out_value = self * other;
+                const int8_t out_value = yt__pw_mul_i8(self, other);
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -596,7 +596,7 @@ mul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
                 const int8_t other = other_p[i];
-                const int8_t out_value = self * other;
+                const int8_t out_value = yt__pw_mul_i8(self, other);
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -606,7 +606,7 @@ mul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[0];
-                const int8_t out_value = self * other;
+                const int8_t out_value = yt__pw_mul_i8(self, other);
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -614,7 +614,7 @@ mul_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
-            const int8_t out_value = self * other;
+            const int8_t out_value = yt__pw_mul_i8(self, other);
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -649,7 +649,7 @@ mul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[i];
-                const int16_t out_value = self * other;
+                const int16_t out_value = yt__pw_mul_i16(self, other);
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -659,7 +659,7 @@ mul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
                 const int16_t other = other_p[i];
-                const int16_t out_value = self * other;
+                const int16_t out_value = yt__pw_mul_i16(self, other);
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -669,7 +669,7 @@ mul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[0];
-                const int16_t out_value = self * other;
+                const int16_t out_value = yt__pw_mul_i16(self, other);
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -677,7 +677,7 @@ mul_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
-            const int16_t out_value = self * other;
+            const int16_t out_value = yt__pw_mul_i16(self, other);
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -712,7 +712,7 @@ mul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self * other;
+                const int32_t out_value = yt__pw_mul_i32(self, other);
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -722,7 +722,7 @@ mul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self * other;
+                const int32_t out_value = yt__pw_mul_i32(self, other);
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -732,7 +732,7 @@ mul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[0];
-                const int32_t out_value = self * other;
+                const int32_t out_value = yt__pw_mul_i32(self, other);
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -740,7 +740,7 @@ mul_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
-            const int32_t out_value = self * other;
+            const int32_t out_value = yt__pw_mul_i32(self, other);
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -775,7 +775,7 @@ mul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[i];
-                const int64_t out_value = self * other;
+                const int64_t out_value = yt__pw_mul_i64(self, other);
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -785,7 +785,7 @@ mul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
                 const int64_t other = other_p[i];
-                const int64_t out_value = self * other;
+                const int64_t out_value = yt__pw_mul_i64(self, other);
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -795,7 +795,7 @@ mul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[0];
-                const int64_t out_value = self * other;
+                const int64_t out_value = yt__pw_mul_i64(self, other);
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -803,7 +803,7 @@ mul_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
-            const int64_t out_value = self * other;
+            const int64_t out_value = yt__pw_mul_i64(self, other);
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
@@ -1167,14 +1167,14 @@ mul_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = self * other;
+                const int32_t out_value = yt__pw_mul_i32(self, other);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self * other;
+            const int32_t out_value = yt__pw_mul_i32(self, other);
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -1207,14 +1207,14 @@ mul_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const int8_t out_value = self * other;
+                const int8_t out_value = yt__pw_mul_i8(self, other);
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const int8_t out_value = self * other;
+            const int8_t out_value = yt__pw_mul_i8(self, other);
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -1247,14 +1247,14 @@ mul_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const int16_t out_value = self * other;
+                const int16_t out_value = yt__pw_mul_i16(self, other);
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const int16_t out_value = self * other;
+            const int16_t out_value = yt__pw_mul_i16(self, other);
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -1287,14 +1287,14 @@ mul_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = self * other;
+                const int32_t out_value = yt__pw_mul_i32(self, other);
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self * other;
+            const int32_t out_value = yt__pw_mul_i32(self, other);
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -1327,14 +1327,14 @@ mul_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const int64_t out_value = self * other;
+                const int64_t out_value = yt__pw_mul_i64(self, other);
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const int64_t out_value = self * other;
+            const int64_t out_value = yt__pw_mul_i64(self, other);
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
@@ -2043,14 +2043,14 @@ neg_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = -self;
+                const int32_t out_value = yt__pw_neg_i32(self);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = -self;
+            const int32_t out_value = yt__pw_neg_i32(self);
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -2082,14 +2082,14 @@ neg_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const int8_t out_value = -self;
+                const int8_t out_value = yt__pw_neg_i8(self);
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const int8_t out_value = -self;
+            const int8_t out_value = yt__pw_neg_i8(self);
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -2121,14 +2121,14 @@ neg_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const int16_t out_value = -self;
+                const int16_t out_value = yt__pw_neg_i16(self);
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const int16_t out_value = -self;
+            const int16_t out_value = yt__pw_neg_i16(self);
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -2160,14 +2160,14 @@ neg_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = -self;
+                const int32_t out_value = yt__pw_neg_i32(self);
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = -self;
+            const int32_t out_value = yt__pw_neg_i32(self);
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -2199,14 +2199,14 @@ neg_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const int64_t out_value = -self;
+                const int64_t out_value = yt__pw_neg_i64(self);
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const int64_t out_value = -self;
+            const int64_t out_value = yt__pw_neg_i64(self);
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
@@ -7267,14 +7267,14 @@ square_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = self * self;
+                const int32_t out_value = yt__pw_mul_i32(self, self);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self * self;
+            const int32_t out_value = yt__pw_mul_i32(self, self);
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -7306,14 +7306,14 @@ square_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const int8_t out_value = self * self;
+                const int8_t out_value = yt__pw_mul_i8(self, self);
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const int8_t out_value = self * self;
+            const int8_t out_value = yt__pw_mul_i8(self, self);
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -7345,14 +7345,14 @@ square_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const int16_t out_value = self * self;
+                const int16_t out_value = yt__pw_mul_i16(self, self);
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const int16_t out_value = self * self;
+            const int16_t out_value = yt__pw_mul_i16(self, self);
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -7384,14 +7384,14 @@ square_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = self * self;
+                const int32_t out_value = yt__pw_mul_i32(self, self);
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self * self;
+            const int32_t out_value = yt__pw_mul_i32(self, self);
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -7423,14 +7423,14 @@ square_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const int64_t out_value = self * self;
+                const int64_t out_value = yt__pw_mul_i64(self, self);
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const int64_t out_value = self * self;
+            const int64_t out_value = yt__pw_mul_i64(self, self);
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }

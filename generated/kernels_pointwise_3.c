@@ -116,7 +116,7 @@ add_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self + (alpha * other);
+                const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -126,7 +126,7 @@ add_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self + (alpha * other);
+                const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -136,7 +136,7 @@ add_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[0];
-                const int32_t out_value = self + (alpha * other);
+                const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -144,7 +144,7 @@ add_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
-            const int32_t out_value = self + (alpha * other);
+            const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -180,7 +180,7 @@ add_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[i];
-                const int8_t out_value = self + (alpha * other);
+                const int8_t out_value = yt__pw_add_i8(self, yt__pw_mul_i8(alpha, other));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -190,7 +190,7 @@ add_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
                 const int8_t other = other_p[i];
-                const int8_t out_value = self + (alpha * other);
+                const int8_t out_value = yt__pw_add_i8(self, yt__pw_mul_i8(alpha, other));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -200,7 +200,7 @@ add_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[0];
-                const int8_t out_value = self + (alpha * other);
+                const int8_t out_value = yt__pw_add_i8(self, yt__pw_mul_i8(alpha, other));
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -208,7 +208,7 @@ add_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
-            const int8_t out_value = self + (alpha * other);
+            const int8_t out_value = yt__pw_add_i8(self, yt__pw_mul_i8(alpha, other));
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -244,7 +244,7 @@ add_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[i];
-                const int16_t out_value = self + (alpha * other);
+                const int16_t out_value = yt__pw_add_i16(self, yt__pw_mul_i16(alpha, other));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -254,7 +254,7 @@ add_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
                 const int16_t other = other_p[i];
-                const int16_t out_value = self + (alpha * other);
+                const int16_t out_value = yt__pw_add_i16(self, yt__pw_mul_i16(alpha, other));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -264,7 +264,7 @@ add_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[0];
-                const int16_t out_value = self + (alpha * other);
+                const int16_t out_value = yt__pw_add_i16(self, yt__pw_mul_i16(alpha, other));
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -272,7 +272,7 @@ add_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
-            const int16_t out_value = self + (alpha * other);
+            const int16_t out_value = yt__pw_add_i16(self, yt__pw_mul_i16(alpha, other));
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -308,7 +308,7 @@ add_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self + (alpha * other);
+                const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -318,7 +318,7 @@ add_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
                 const int32_t other = other_p[i];
-                const int32_t out_value = self + (alpha * other);
+                const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -328,7 +328,7 @@ add_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[0];
-                const int32_t out_value = self + (alpha * other);
+                const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -336,7 +336,7 @@ add_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
-            const int32_t out_value = self + (alpha * other);
+            const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -372,7 +372,7 @@ add_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[i];
-                const int64_t out_value = self + (alpha * other);
+                const int64_t out_value = yt__pw_add_i64(self, yt__pw_mul_i64(alpha, other));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -382,7 +382,7 @@ add_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
                 const int64_t other = other_p[i];
-                const int64_t out_value = self + (alpha * other);
+                const int64_t out_value = yt__pw_add_i64(self, yt__pw_mul_i64(alpha, other));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -392,7 +392,7 @@ add_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[0];
-                const int64_t out_value = self + (alpha * other);
+                const int64_t out_value = yt__pw_add_i64(self, yt__pw_mul_i64(alpha, other));
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -400,7 +400,7 @@ add_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
-            const int64_t out_value = self + (alpha * other);
+            const int64_t out_value = yt__pw_add_i64(self, yt__pw_mul_i64(alpha, other));
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
@@ -774,14 +774,14 @@ add_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = self + (alpha * other);
+                const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self + (alpha * other);
+            const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
@@ -815,14 +815,14 @@ add_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const int8_t out_value = self + (alpha * other);
+                const int8_t out_value = yt__pw_add_i8(self, yt__pw_mul_i8(alpha, other));
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const int8_t out_value = self + (alpha * other);
+            const int8_t out_value = yt__pw_add_i8(self, yt__pw_mul_i8(alpha, other));
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
@@ -856,14 +856,14 @@ add_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const int16_t out_value = self + (alpha * other);
+                const int16_t out_value = yt__pw_add_i16(self, yt__pw_mul_i16(alpha, other));
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const int16_t out_value = self + (alpha * other);
+            const int16_t out_value = yt__pw_add_i16(self, yt__pw_mul_i16(alpha, other));
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
@@ -897,14 +897,14 @@ add_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value = self + (alpha * other);
+                const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self + (alpha * other);
+            const int32_t out_value = yt__pw_add_i32(self, yt__pw_mul_i32(alpha, other));
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
@@ -938,14 +938,14 @@ add_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const int64_t out_value = self + (alpha * other);
+                const int64_t out_value = yt__pw_add_i64(self, yt__pw_mul_i64(alpha, other));
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const int64_t out_value = self + (alpha * other);
+            const int64_t out_value = yt__pw_add_i64(self, yt__pw_mul_i64(alpha, other));
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }

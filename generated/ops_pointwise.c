@@ -137,6 +137,8 @@ yt_add_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_add(self, self, other, alpha);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "add_");
     return status;
 }
 
@@ -319,6 +321,8 @@ yt_add_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_add_scalar(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "add_");
     return status;
 }
 
@@ -532,6 +536,8 @@ yt_sub_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_sub(self, self, other, alpha);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "sub_");
     return status;
 }
 
@@ -734,6 +740,8 @@ yt_sub_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_sub_scalar(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "sub_");
     return status;
 }
 
@@ -1042,6 +1050,8 @@ yt_mul_(yt_tensor *self, yt_tensor *other)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_mul(self, self_before, other);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "mul_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -1194,6 +1204,8 @@ yt_mul_scalar_(yt_tensor *self, yt_scalar other)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_mul_scalar(self, self, other);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "mul_");
     return status;
 }
 
@@ -1364,6 +1376,8 @@ yt_div_(yt_tensor *self, yt_tensor *other)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_div(self, self_before, other);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "div_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -1519,6 +1533,8 @@ yt_div_scalar_(yt_tensor *self, yt_scalar other)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_div_scalar(self, self, other);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "div_");
     return status;
 }
 
@@ -1649,6 +1665,8 @@ yt_neg_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_neg(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "neg_");
     return status;
 }
 
@@ -1790,6 +1808,8 @@ yt_pow_(yt_tensor *self, yt_scalar exponent)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_pow(self, self_before, exponent);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "pow_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -1980,6 +2000,8 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_pow_tensor_tensor(self, self_before, exponent);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "pow_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -2486,6 +2508,8 @@ yt_clamp_min_(yt_tensor *self, yt_scalar min)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_clamp_min(self, self_before, min);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "clamp_min_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -2652,6 +2676,8 @@ yt_clamp_max_(yt_tensor *self, yt_scalar max)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_clamp_max(self, self_before, max);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "clamp_max_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -2849,6 +2875,8 @@ yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_clamp_min_tensor(self, self_before, min);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "clamp_min_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -3060,6 +3088,8 @@ yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_clamp_max_tensor(self, self_before, max);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "clamp_max_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -3273,6 +3303,8 @@ yt_remainder_(yt_tensor *self, yt_tensor *other)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_remainder(self, self_before, other);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "remainder_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -3448,6 +3480,8 @@ yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_remainder_scalar(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "remainder_");
     return status;
 }
 
@@ -3812,6 +3846,8 @@ yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_lerp(self, self, end, weight);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "lerp_");
     return status;
 }
 
@@ -4013,6 +4049,8 @@ yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_lerp_tensor(self, self_before, end, weight);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "lerp_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -4273,6 +4311,8 @@ yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_addcmul(self, self, tensor1, tensor2, value);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "addcmul_");
     return status;
 }
 
@@ -4548,6 +4588,8 @@ yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_addcdiv(self, self, tensor1, tensor2, value);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "addcdiv_");
     return status;
 }
 
@@ -4801,6 +4843,8 @@ yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_div_tensor_mode(self, self_before, other, rounding_mode);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "div_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -5001,6 +5045,8 @@ yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_div_scalar_mode(self, self, other, rounding_mode);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "div_");
     return status;
 }
 
@@ -5208,6 +5254,8 @@ yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_clamp(self, self_before, min, max);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "clamp_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -5466,6 +5514,8 @@ yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_clamp_tensor(self, self_before, min, max);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "clamp_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -5642,6 +5692,8 @@ yt_exp_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_exp(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "exp_");
     return status;
 }
 
@@ -5777,6 +5829,8 @@ yt_log_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_log(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "log_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -5908,6 +5962,8 @@ yt_sqrt_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_sqrt(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "sqrt_");
     return status;
 }
 
@@ -6033,6 +6089,8 @@ yt_relu_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_relu(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "relu_");
     return status;
 }
 
@@ -6161,6 +6219,8 @@ yt_sigmoid_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_sigmoid(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "sigmoid_");
     return status;
 }
 
@@ -6291,6 +6351,8 @@ yt_tanh_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_tanh(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "tanh_");
     return status;
 }
 
@@ -6447,6 +6509,8 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_softplus(self, self_before, beta, threshold);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "softplus_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -6694,6 +6758,8 @@ yt_abs_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_abs(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "abs_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -6809,6 +6875,8 @@ yt_sign_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_sign(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "sign_");
     return status;
 }
 
@@ -6937,6 +7005,8 @@ yt_square_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_square(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "square_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -7070,6 +7140,8 @@ yt_reciprocal_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_reciprocal(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "reciprocal_");
     return status;
 }
 
@@ -7200,6 +7272,8 @@ yt_rsqrt_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_rsqrt(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "rsqrt_");
     return status;
 }
 
@@ -7329,6 +7403,8 @@ yt_expm1_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_expm1(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "expm1_");
     return status;
 }
 
@@ -7464,6 +7540,8 @@ yt_log1p_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_log1p(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "log1p_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -7601,6 +7679,8 @@ yt_log2_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_log2(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "log2_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -7738,6 +7818,8 @@ yt_sin_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_sin(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "sin_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -7875,6 +7957,8 @@ yt_cos_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_cos(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "cos_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -8012,6 +8096,8 @@ yt_erf_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_erf(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "erf_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -8139,6 +8225,8 @@ yt_floor_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_floor(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "floor_");
     return status;
 }
 
@@ -8262,6 +8350,8 @@ yt_ceil_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_ceil(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "ceil_");
     return status;
 }
 
@@ -8385,6 +8475,8 @@ yt_round_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_round(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "round_");
     return status;
 }
 
@@ -8508,6 +8600,8 @@ yt_trunc_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_trunc(self, self);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "trunc_");
     return status;
 }
 
@@ -8657,6 +8751,8 @@ yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_leaky_relu(self, self_before, negative_slope);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "leaky_relu_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -8830,6 +8926,8 @@ yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sc
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_elu(self, self_before, alpha, scale, input_scale);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "elu_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -8975,6 +9073,8 @@ yt_silu_(yt_tensor *self)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_silu(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "silu_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -9198,6 +9298,8 @@ yt_gelu_ex_(yt_tensor *self, const char *approximate)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_gelu(self, self_before, approximate);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "gelu_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -9352,6 +9454,8 @@ yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, cons
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_nan_to_num(self, self_before);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "nan_to_num_");
     if (self_before != self)
         yt_release(self_before);
     return status;
@@ -11199,6 +11303,8 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_masked_fill(self, self, mask);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "masked_fill_");
     return status;
 }
 
@@ -11316,5 +11422,7 @@ yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
         yt__bump_version(self);
     if (status == YT_OK && recording)
         status = yt__record_masked_fill_tensor(self, self, mask, value);
+    if (status == YT_OK && recording) /* a view: its base's history takes the write */
+        status = yt__rebase_view(self, "masked_fill_");
     return status;
 }

@@ -147,8 +147,26 @@ yt__pw_normal_cdf_d(double x)
     return 0.5 * erfc(-x * 0.70710678118654752);
 }
 
-/* Integers: wrap-around arithmetic as in PyTorch (computed unsigned, so never undefined). */
+/* Integers: wrap-around arithmetic as in PyTorch (computed unsigned, so never undefined; GCC
+ * defines the conversion back as modulo 2^N). add, sub, mul and neg are what the generated loops
+ * call for + - * and unary - of signed integer loops (codegen/pointwise.py WRAPPING_OPS). */
 #define YT_PW_INT(T, U, S)                                                                         \
+    static inline T yt__pw_add_##S(T a, T b)                                                       \
+    {                                                                                              \
+        return (T)((U)a + (U)b);                                                                   \
+    }                                                                                              \
+    static inline T yt__pw_sub_##S(T a, T b)                                                       \
+    {                                                                                              \
+        return (T)((U)a - (U)b);                                                                   \
+    }                                                                                              \
+    static inline T yt__pw_mul_##S(T a, T b)                                                       \
+    {                                                                                              \
+        return (T)((U)a * (U)b);                                                                   \
+    }                                                                                              \
+    static inline T yt__pw_neg_##S(T a)                                                            \
+    {                                                                                              \
+        return (T)(0u - (U)a);                                                                     \
+    }                                                                                              \
     static inline T yt__pw_abs_##S(T a)                                                            \
     {                                                                                              \
         return a < 0 ? (T)(0u - (U)a) : a;                                                         \

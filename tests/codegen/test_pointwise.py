@@ -27,11 +27,22 @@ def render(expr: str, dtype: str, schema: str = "f(Tensor self) -> Tensor", extr
 @pytest.mark.parametrize("dtype, c", [
     ("f32", "self + (alpha * other)"),
     ("f64", "self + (alpha * other)"),
-    ("i64", "self + (alpha * other)"),
+    ("i64", "yt__pw_add_i64(self, yt__pw_mul_i64(alpha, other))"),
     ("bool", "self || (alpha && other)"),  # bool arithmetic is logic, as in PyTorch
 ])
 def test_arithmetic(dtype, c):
     assert render("self + alpha * other", dtype, ADD, BROADCAST) == c
+
+
+@pytest.mark.parametrize("dtype, c", [
+    # signed integer + - * and negation wrap through pointwise_math.h (computed unsigned: no UB)
+    ("i32", "yt__pw_sub_i32(yt__pw_neg_i32(self), yt__pw_mul_i32(other, (int32_t)2))"),
+    ("i8", "yt__pw_sub_i8(yt__pw_neg_i8(self), yt__pw_mul_i8(other, (int8_t)2))"),
+    ("u8", "yt__pw_sub_i32(yt__pw_neg_i32(self), yt__pw_mul_i32(other, (int32_t)2))"),  # computes in int32_t
+    ("f32", "(-self) - (other * (float)2)"),  # floating loops are unchanged
+])
+def test_signed_integer_arithmetic_wraps(dtype, c):
+    assert render("-self - other * 2", dtype, ADD, BROADCAST) == c
 
 
 @pytest.mark.parametrize("dtype, c", [

@@ -847,3 +847,52 @@ Test(pointwise, blocks_of_rows_carry_across_dims)
     cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Reads the i64 values of `t` (any integer dtype) and releases it. */
+static void
+expect_i64(yt_tensor *t, const int64_t *want, int64_t n, const char *what)
+{
+    cr_assert_not_null(t, "%s: %s", what, yt_errmsg());
+    int64_t got[8];
+    cr_assert_eq(yt_tensor_copy_to(t, got, sizeof got, YT_DTYPE_I64), YT_OK, "%s", yt_errmsg());
+    for (int64_t i = 0; i < n; i++)
+        cr_assert_eq(got[i], want[i], "%s[%lld]: got %lld, want %lld", what, (long long)i,
+                     (long long)got[i], (long long)want[i]);
+    yt_release(t);
+}
+
+static yt_tensor *
+full1(int64_t v, yt_dtype dtype)
+{
+    const int64_t one = 1;
+    return yt_full_ex(&one, 1, yt_int(v), dtype, YT_DEVICE_CPU);
+}
+
+/* Signed integer + - * and negation wrap (two's complement) as in PyTorch; the generated loops
+ * compute them unsigned, so UBSan (make test-asan) finds no overflow in them. */
+Test(pointwise, signed_integer_arithmetic_wraps)
+{
+    yt_tensor *mn = full1(INT64_MIN, YT_DTYPE_I64), *mx = full1(INT64_MAX, YT_DTYPE_I64);
+    expect_i64(yt_neg(mn), (int64_t[]){INT64_MIN}, 1, "neg i64 min");
+    expect_i64(yt_add(mx, mx), (int64_t[]){-2}, 1, "i64 max + max");
+    expect_i64(yt_sub(mn, mx), (int64_t[]){1}, 1, "i64 min - max");
+    expect_i64(yt_mul(mx, mx), (int64_t[]){1}, 1, "i64 max * max");
+    expect_i64(yt_square(mx), (int64_t[]){1}, 1, "square i64 max");
+    expect_i64(yt_add_scalar(mx, yt_int(1)), (int64_t[]){INT64_MIN}, 1, "i64 max + 1");
+    expect_i64(yt_rsub(mn, yt_int(0)), (int64_t[]){INT64_MIN}, 1, "0 - i64 min");
+    yt_release(mn);
+    yt_release(mx);
+    yt_tensor *m32 = full1(INT32_MAX, YT_DTYPE_I32), *n32 = full1(INT32_MIN, YT_DTYPE_I32);
+    expect_i64(yt_mul(m32, m32), (int64_t[]){1}, 1, "i32 max * max");
+    expect_i64(yt_add(m32, m32), (int64_t[]){-2}, 1, "i32 max + max");
+    expect_i64(yt_neg(n32), (int64_t[]){INT32_MIN}, 1, "neg i32 min");
+    expect_i64(yt_add_ex(n32, m32, yt_int(-1)), (int64_t[]){1}, 1, "i32 min - max via alpha");
+    yt_release(m32);
+    yt_release(n32);
+    yt_tensor *m16 = full1(INT16_MAX, YT_DTYPE_I16), *m8 = full1(INT8_MIN, YT_DTYPE_I8);
+    expect_i64(yt_mul(m16, m16), (int64_t[]){1}, 1, "i16 max * max");
+    expect_i64(yt_neg(m8), (int64_t[]){INT8_MIN}, 1, "neg i8 min");
+    yt_release(m16);
+    yt_release(m8);
+    YT_ASSERT_NO_LEAKS();
+}
