@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import keyword
 
-from model import DTYPES, Op
+from model import DTYPE_SETS, DTYPES, Op
 
 TORCH_DTYPE = {"bool": "torch.bool", "u8": "torch.uint8", "i8": "torch.int8", "i16": "torch.int16",
                "i32": "torch.int32", "i64": "torch.int64", "f16": "torch.float16", "bf16": "torch.bfloat16",
@@ -82,6 +82,12 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
     owners = [n.rsplit("_", 1)[0] if op.schema.arg(n) is None else n for n in names]
     free = [o for o, f in zip(owners, is_free) if f]
     dtypes = [d for d in DTYPES if all(d in op.dtypes.get(t, DTYPES) for t in free)] if free else []
+    # An op that checks is_floating(result_dtype) takes integral inputs only with a floating
+    # ScalarType argument (mean(i32) is an error, mean(i32, dtype=f64) is not, as in PyTorch):
+    # free tensors of a sample without one are tried in the floating dtypes.
+    if any(c.expr.replace(" ", "") == "is_floating(result_dtype)" for c in op.checks) and \
+            not any(sample.get(a.name) for a in op.schema.args if a.kind == "dtype"):
+        dtypes = [d for d in dtypes if d in DTYPE_SETS["floating"]]
     return {
         "index": index,
         "fn": f"case_{index}",

@@ -752,12 +752,13 @@ yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *expo
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
  * backward, from derivatives.yaml:163:
- *   exponent: pow_scalar_backward(grad, self, result)
+ *   exponent: pow_scalar_backward(grad, self, exponent, result)
  */
 typedef struct pow_scalar_node {
-    yt_node base;    /* must be first */
-    yt_scalar self;  /* used by: exponent */
-    yt_saved result; /* used by: exponent */
+    yt_node base;      /* must be first */
+    yt_scalar self;    /* used by: exponent */
+    yt_saved exponent; /* used by: exponent */
+    yt_saved result;   /* used by: exponent */
 } pow_scalar_node;
 
 static yt_status
@@ -766,9 +767,11 @@ pow_scalar_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     pow_scalar_node *node = (pow_scalar_node *)node_;
 
     if (node->base.needs_grad[0]) {
+        yt_tensor *exponent = yt__saved_unpack(&node->exponent, &node->base, "exponent");
         yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
-        out[0] = yt_pow_scalar_backward(grads[0], node->self, result);
+        out[0] = yt_pow_scalar_backward(grads[0], node->self, exponent, result);
         yt_release(result);
+        yt_release(exponent);
         if (out[0] == NULL)
             return yt__last_status();
     }
@@ -779,6 +782,7 @@ static void
 pow_scalar_release_saved(yt_node *node_)
 {
     pow_scalar_node *node = (pow_scalar_node *)node_;
+    yt__saved_release(&node->exponent);
     yt__saved_release(&node->result);
 }
 
@@ -800,6 +804,8 @@ yt__record_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
     yt__node_set_edge(&node->base, 0, exponent);
     node->self = self;
     if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->exponent, exponent, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
         status = yt__saved_init(&node->result, result, true, 0);
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
@@ -808,7 +814,7 @@ yt__record_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * backward, from derivatives.yaml:170:
+ * backward, from derivatives.yaml:172:
  *   self: sum_to(where(self > other, grad, where(self == other, grad / 2, zeros_like(grad))), self.shape)
  *   other: sum_to(where(other > self, grad, where(self == other, grad / 2, zeros_like(grad))), other.shape)
  */
@@ -909,7 +915,7 @@ yt__record_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * backward, from derivatives.yaml:174:
+ * backward, from derivatives.yaml:176:
  *   self: sum_to(where(self < other, grad, where(self == other, grad / 2, zeros_like(grad))), self.shape)
  *   other: sum_to(where(other < self, grad, where(self == other, grad / 2, zeros_like(grad))), other.shape)
  */
@@ -1010,7 +1016,7 @@ yt__record_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * backward, from derivatives.yaml:178:
+ * backward, from derivatives.yaml:180:
  *   self: where(self < min, zeros_like(grad), grad)
  */
 typedef struct clamp_min_node {
@@ -1071,7 +1077,7 @@ yt__record_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * backward, from derivatives.yaml:181:
+ * backward, from derivatives.yaml:183:
  *   self: where(self > max, zeros_like(grad), grad)
  */
 typedef struct clamp_max_node {
@@ -1132,7 +1138,7 @@ yt__record_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * backward, from derivatives.yaml:184:
+ * backward, from derivatives.yaml:186:
  *   self: sum_to(where(self < min, zeros_like(grad), grad), self.shape)
  *   min: sum_to(grad * (self < min), min.shape)
  */
@@ -1220,7 +1226,7 @@ yt__record_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * backward, from derivatives.yaml:188:
+ * backward, from derivatives.yaml:190:
  *   self: sum_to(where(self > max, zeros_like(grad), grad), self.shape)
  *   max: sum_to(grad * (self > max), max.shape)
  */
@@ -1308,7 +1314,7 @@ yt__record_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * backward, from derivatives.yaml:192:
+ * backward, from derivatives.yaml:194:
  *   self: sum_to(grad, self.shape)
  *   other: sum_to(-grad * floor_divide(self, other), other.shape)
  */
@@ -1387,7 +1393,7 @@ yt__record_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * backward, from derivatives.yaml:196:
+ * backward, from derivatives.yaml:198:
  *   self: grad
  */
 typedef struct remainder_scalar_node {
@@ -1437,7 +1443,7 @@ yt__record_remainder_scalar(yt_tensor *result, yt_tensor *self)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * backward, from derivatives.yaml:202:
+ * backward, from derivatives.yaml:204:
  *   self: sum_to(grad - grad * weight, self.shape)
  *   end: sum_to(grad * weight, end.shape)
  */
@@ -1506,7 +1512,7 @@ yt__record_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar we
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * backward, from derivatives.yaml:206:
+ * backward, from derivatives.yaml:208:
  *   self: sum_to(grad - grad * weight, self.shape)
  *   end: sum_to(grad * weight, end.shape)
  *   weight: sum_to(grad * (end - self), weight.shape)
@@ -1607,7 +1613,7 @@ yt__record_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_te
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * backward, from derivatives.yaml:211:
+ * backward, from derivatives.yaml:213:
  *   self: sum_to(grad, self.shape)
  *   tensor1: sum_to(grad * tensor2 * value, tensor1.shape)
  *   tensor2: sum_to(grad * tensor1 * value, tensor2.shape)
@@ -1701,7 +1707,7 @@ yt__record_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_te
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * backward, from derivatives.yaml:216:
+ * backward, from derivatives.yaml:218:
  *   self: sum_to(grad, self.shape)
  *   tensor1: sum_to(grad * value / tensor2, tensor1.shape)
  *   tensor2: sum_to(-grad * value * tensor1 / (tensor2 * tensor2), tensor2.shape)
@@ -1802,14 +1808,16 @@ yt__record_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_te
     return status;
 }
 
-/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
- * backward, from derivatives.yaml:166:
- *   grad_output: sum_to(pow_scalar_backward(grad, self, output), grad_output.shape)
- *   output: sum_to(pow_scalar_backward(grad, self, grad_output), output.shape)
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor exponent, Tensor output) -> Tensor
+ * backward, from derivatives.yaml:167:
+ *   grad_output: sum_to(pow_scalar_backward(grad, self, exponent, output), grad_output.shape)
+ *   exponent: zeros_like(exponent)
+ *   output: sum_to(pow_scalar_backward(grad, self, exponent, grad_output), output.shape)
  */
 typedef struct pow_scalar_backward_node {
     yt_node base;               /* must be first */
     yt_scalar self;             /* used by: grad_output, output */
+    yt_saved exponent;          /* used by: grad_output, exponent, output */
     yt_saved output;            /* used by: grad_output */
     yt_shape grad_output_shape; /* used by: grad_output */
     yt_saved grad_output;       /* used by: output */
@@ -1822,22 +1830,34 @@ pow_scalar_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor 
     pow_scalar_backward_node *node = (pow_scalar_backward_node *)node_;
 
     if (node->base.needs_grad[0]) {
+        yt_tensor *exponent = yt__saved_unpack(&node->exponent, &node->base, "exponent");
         yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
-        yt_tensor *t0 = yt_pow_scalar_backward(grads[0], node->self, output);
+        yt_tensor *t0 = yt_pow_scalar_backward(grads[0], node->self, exponent, output);
         out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
         yt_release(t0);
         yt_release(output);
+        yt_release(exponent);
         if (out[0] == NULL)
             return yt__last_status();
     }
 
     if (node->base.needs_grad[1]) {
+        yt_tensor *exponent = yt__saved_unpack(&node->exponent, &node->base, "exponent");
+        out[1] = yt_zeros_like(exponent);
+        yt_release(exponent);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *exponent = yt__saved_unpack(&node->exponent, &node->base, "exponent");
         yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
-        yt_tensor *t0 = yt_pow_scalar_backward(grads[0], node->self, grad_output);
-        out[1] = yt_sum_to(t0, node->output_shape.sizes, node->output_shape.dim);
+        yt_tensor *t0 = yt_pow_scalar_backward(grads[0], node->self, exponent, grad_output);
+        out[2] = yt_sum_to(t0, node->output_shape.sizes, node->output_shape.dim);
         yt_release(t0);
         yt_release(grad_output);
-        if (out[1] == NULL)
+        yt_release(exponent);
+        if (out[2] == NULL)
             return yt__last_status();
     }
     return YT_OK;
@@ -1847,6 +1867,7 @@ static void
 pow_scalar_backward_release_saved(yt_node *node_)
 {
     pow_scalar_backward_node *node = (pow_scalar_backward_node *)node_;
+    yt__saved_release(&node->exponent);
     yt__saved_release(&node->output);
     yt__saved_release(&node->grad_output);
 }
@@ -1861,20 +1882,24 @@ static const yt_node_kind pow_scalar_backward_node_kind = {
 
 yt_status
 yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar self,
-                               yt_tensor *output)
+                               yt_tensor *exponent, yt_tensor *output)
 {
     pow_scalar_backward_node *node =
-        (pow_scalar_backward_node *)yt__node_new(&pow_scalar_backward_node_kind, 2, 1);
+        (pow_scalar_backward_node *)yt__node_new(&pow_scalar_backward_node_kind, 3, 1);
     if (node == NULL)
         return yt_errcode();
     yt_status status = YT_OK;
     yt__node_set_edge(&node->base, 0, grad_output);
-    yt__node_set_edge(&node->base, 1, output);
+    yt__node_set_edge(&node->base, 1, exponent);
+    yt__node_set_edge(&node->base, 2, output);
     node->self = self;
+    if (status == YT_OK &&
+        (node->base.needs_grad[0] || node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->exponent, exponent, false, 0);
     if (status == YT_OK && (node->base.needs_grad[0]))
         status = yt__saved_init(&node->output, output, false, 0);
     yt__shape_of(&node->grad_output_shape, grad_output);
-    if (status == YT_OK && (node->base.needs_grad[1]))
+    if (status == YT_OK && (node->base.needs_grad[2]))
         status = yt__saved_init(&node->grad_output, grad_output, false, 0);
     yt__shape_of(&node->output_shape, output);
     if (status == YT_OK)
@@ -1884,7 +1909,7 @@ yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_sca
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * backward, from derivatives.yaml:326:
+ * backward, from derivatives.yaml:328:
  *   self: sum_to(div_rounding_backward(grad / other, rounding_mode), self.shape)
  *   other: sum_to(div_rounding_backward(-grad * self / (other * other), rounding_mode), other.shape)
  */
@@ -1977,7 +2002,7 @@ yt__record_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * backward, from derivatives.yaml:330:
+ * backward, from derivatives.yaml:332:
  *   self: div_rounding_backward(grad / other, rounding_mode)
  */
 typedef struct div_scalar_mode_node {
@@ -2034,7 +2059,7 @@ yt__record_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * backward, from derivatives.yaml:336:
+ * backward, from derivatives.yaml:338:
  *   self: clamp_backward(grad, self, min, max)
  */
 typedef struct clamp_node {
@@ -2100,7 +2125,7 @@ yt__record_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * backward, from derivatives.yaml:339:
+ * backward, from derivatives.yaml:341:
  *   self: sum_to(clamp_tensor_backward(grad, self, min, max), self.shape)
  *   min: sum_to(clamp_tensor_backward_min(grad, self, min, max), min.shape)
  *   max: sum_to(clamp_tensor_backward_max(grad, self, min, max), max.shape)
@@ -2212,7 +2237,7 @@ yt__record_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_t
 }
 
 /* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
- * backward, from derivatives.yaml:344:
+ * backward, from derivatives.yaml:346:
  *   grad_output: sum_to(clamp_backward(grad, self, min, max), grad_output.shape)
  *   self: zeros_like(self)
  */
@@ -2294,7 +2319,7 @@ yt__record_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *
 }
 
 /* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
- * backward, from derivatives.yaml:348:
+ * backward, from derivatives.yaml:350:
  *   grad_output: sum_to(clamp_tensor_backward(grad, self, min, max), grad_output.shape)
  *   self: zeros_like(self)
  *   min: zeros_like(min)
@@ -2397,7 +2422,7 @@ yt__record_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
- * backward, from derivatives.yaml:354:
+ * backward, from derivatives.yaml:356:
  *   grad_output: sum_to(clamp_tensor_backward_min(grad, self, min, max), grad_output.shape)
  *   self: zeros_like(self)
  *   min: zeros_like(min)
@@ -2500,7 +2525,7 @@ yt__record_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
- * backward, from derivatives.yaml:360:
+ * backward, from derivatives.yaml:362:
  *   grad_output: sum_to(clamp_tensor_backward_max(grad, self, min, max), grad_output.shape)
  *   self: zeros_like(self)
  *   min: zeros_like(min)
@@ -2603,7 +2628,7 @@ yt__record_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
- * backward, from derivatives.yaml:333:
+ * backward, from derivatives.yaml:335:
  *   grad_output: div_rounding_backward(grad, rounding_mode)
  */
 typedef struct div_rounding_backward_node {
@@ -3238,7 +3263,7 @@ yt__record_to(yt_tensor *result, yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * backward, from derivatives.yaml:221:
+ * backward, from derivatives.yaml:223:
  *   self: grad * sign(self)
  */
 typedef struct abs_node {
@@ -3295,7 +3320,7 @@ yt__record_abs(yt_tensor *result, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * backward, from derivatives.yaml:224:
+ * backward, from derivatives.yaml:226:
  *   self: zeros_like(grad)
  */
 typedef struct sign_node {
@@ -3344,7 +3369,7 @@ yt__record_sign(yt_tensor *result, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * backward, from derivatives.yaml:227:
+ * backward, from derivatives.yaml:229:
  *   self: grad * self * 2
  */
 typedef struct square_node {
@@ -3401,7 +3426,7 @@ yt__record_square(yt_tensor *result, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * backward, from derivatives.yaml:230:
+ * backward, from derivatives.yaml:232:
  *   self: -grad * result * result
  */
 typedef struct reciprocal_node {
@@ -3460,7 +3485,7 @@ yt__record_reciprocal(yt_tensor *result, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * backward, from derivatives.yaml:233:
+ * backward, from derivatives.yaml:235:
  *   self: grad * result * result * result * -0.5
  */
 typedef struct rsqrt_node {
@@ -3521,7 +3546,7 @@ yt__record_rsqrt(yt_tensor *result, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * backward, from derivatives.yaml:236:
+ * backward, from derivatives.yaml:238:
  *   self: grad * (result + 1)
  */
 typedef struct expm1_node {
@@ -3578,7 +3603,7 @@ yt__record_expm1(yt_tensor *result, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * backward, from derivatives.yaml:239:
+ * backward, from derivatives.yaml:241:
  *   self: grad / (self + 1)
  */
 typedef struct log1p_node {
@@ -3635,7 +3660,7 @@ yt__record_log1p(yt_tensor *result, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * backward, from derivatives.yaml:242:
+ * backward, from derivatives.yaml:244:
  *   self: grad / (self * 0.6931471805599453)
  */
 typedef struct log2_node {
@@ -3692,7 +3717,7 @@ yt__record_log2(yt_tensor *result, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * backward, from derivatives.yaml:245:
+ * backward, from derivatives.yaml:247:
  *   self: grad * cos(self)
  */
 typedef struct sin_node {
@@ -3749,7 +3774,7 @@ yt__record_sin(yt_tensor *result, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * backward, from derivatives.yaml:248:
+ * backward, from derivatives.yaml:250:
  *   self: -grad * sin(self)
  */
 typedef struct cos_node {
@@ -3808,7 +3833,7 @@ yt__record_cos(yt_tensor *result, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * backward, from derivatives.yaml:251:
+ * backward, from derivatives.yaml:253:
  *   self: grad * exp(-self * self) * 1.1283791670955126
  */
 typedef struct erf_node {
@@ -3871,7 +3896,7 @@ yt__record_erf(yt_tensor *result, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * backward, from derivatives.yaml:254:
+ * backward, from derivatives.yaml:256:
  *   self: zeros_like(grad)
  */
 typedef struct floor_node {
@@ -3920,7 +3945,7 @@ yt__record_floor(yt_tensor *result, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * backward, from derivatives.yaml:257:
+ * backward, from derivatives.yaml:259:
  *   self: zeros_like(grad)
  */
 typedef struct ceil_node {
@@ -3969,7 +3994,7 @@ yt__record_ceil(yt_tensor *result, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * backward, from derivatives.yaml:260:
+ * backward, from derivatives.yaml:262:
  *   self: zeros_like(grad)
  */
 typedef struct round_node {
@@ -4018,7 +4043,7 @@ yt__record_round(yt_tensor *result, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * backward, from derivatives.yaml:263:
+ * backward, from derivatives.yaml:265:
  *   self: zeros_like(grad)
  */
 typedef struct trunc_node {
@@ -4067,7 +4092,7 @@ yt__record_trunc(yt_tensor *result, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * backward, from derivatives.yaml:266:
+ * backward, from derivatives.yaml:268:
  *   self: leaky_relu_backward(grad, self, negative_slope)
  */
 typedef struct leaky_relu_node {
@@ -4124,7 +4149,7 @@ yt__record_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slo
 }
 
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
- * backward, from derivatives.yaml:269:
+ * backward, from derivatives.yaml:271:
  *   grad_output: sum_to(leaky_relu_backward(grad, self, negative_slope), grad_output.shape)
  *   self: zeros_like(self)
  */
@@ -4197,7 +4222,7 @@ yt__record_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_ten
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * backward, from derivatives.yaml:273:
+ * backward, from derivatives.yaml:275:
  *   self: elu_backward(grad, alpha, scale, input_scale, self)
  */
 typedef struct elu_node {
@@ -4259,7 +4284,7 @@ yt__record_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar sc
 }
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
- * backward, from derivatives.yaml:276:
+ * backward, from derivatives.yaml:278:
  *   grad_output: sum_to(elu_backward(grad, alpha, scale, input_scale, self), grad_output.shape)
  *   self: sum_to(where(self > 0, zeros_like(grad), elu_backward(grad * grad_output * input_scale, alpha, scale, input_scale, self)), self.shape)
  */
@@ -4356,7 +4381,7 @@ yt__record_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alp
 }
 
 /* silu(Tensor self) -> Tensor
- * backward, from derivatives.yaml:280:
+ * backward, from derivatives.yaml:282:
  *   self: grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
  */
 typedef struct silu_node {
@@ -4423,7 +4448,7 @@ yt__record_silu(yt_tensor *result, yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * backward, from derivatives.yaml:366:
+ * backward, from derivatives.yaml:368:
  *   self: gelu_backward(grad, self, approximate=approximate)
  */
 typedef struct gelu_node {
@@ -4480,7 +4505,7 @@ yt__record_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
 }
 
 /* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
- * backward, from derivatives.yaml:369:
+ * backward, from derivatives.yaml:371:
  *   grad_output: sum_to(gelu_backward(grad, self, approximate=approximate), grad_output.shape)
  *   self: sum_to(gelu_double_backward(grad, grad_output, self, approximate), self.shape)
  */
@@ -4562,7 +4587,7 @@ yt__record_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *s
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * backward, from derivatives.yaml:373:
+ * backward, from derivatives.yaml:375:
  *   self: grad * isfinite(self)
  */
 typedef struct nan_to_num_node {
@@ -4696,7 +4721,7 @@ yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_te
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * backward, from derivatives.yaml:319:
+ * backward, from derivatives.yaml:321:
  *   self: sum_to(where(mask, zeros_like(grad), grad), self.shape)
  */
 typedef struct masked_fill_node {
@@ -4757,7 +4782,7 @@ yt__record_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * backward, from derivatives.yaml:322:
+ * backward, from derivatives.yaml:324:
  *   self: sum_to(where(mask, zeros_like(grad), grad), self.shape)
  *   value: sum_to(where(mask, grad, zeros_like(grad)), value.shape)
  */
@@ -5127,7 +5152,7 @@ yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:380:
+ * backward, from derivatives.yaml:382:
  *   self: amax_backward(grad, self, result, dim, keepdim)
  */
 typedef struct amin_node {
@@ -5195,7 +5220,7 @@ yt__record_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* max(Tensor self) -> Tensor
- * backward, from derivatives.yaml:383:
+ * backward, from derivatives.yaml:385:
  *   self: evenly_distribute_backward(grad, self, result)
  */
 typedef struct max_node {
@@ -5256,7 +5281,7 @@ yt__record_max(yt_tensor *result, yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * backward, from derivatives.yaml:386:
+ * backward, from derivatives.yaml:388:
  *   self: evenly_distribute_backward(grad, self, result)
  */
 typedef struct min_node {
@@ -5317,7 +5342,7 @@ yt__record_min(yt_tensor *result, yt_tensor *self)
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:389:
+ * backward, from derivatives.yaml:391:
  *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
  */
 typedef struct max_dim_node {
@@ -5381,7 +5406,7 @@ yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:393:
+ * backward, from derivatives.yaml:395:
  *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
  */
 typedef struct min_dim_node {
@@ -5445,7 +5470,7 @@ yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:403:
+ * backward, from derivatives.yaml:405:
  *   self: prod_backward(grad, self, result)
  */
 typedef struct prod_node {
@@ -5506,7 +5531,7 @@ yt__record_prod(yt_tensor *result, yt_tensor *self)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:406:
+ * backward, from derivatives.yaml:408:
  *   self: prod_dim_backward(grad, self, result, dim, keepdim)
  */
 typedef struct prod_dim_int_node {
@@ -5571,7 +5596,7 @@ yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim, bool ke
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:421:
+ * backward, from derivatives.yaml:423:
  *   self: cumsum_backward(grad, dim)
  */
 typedef struct cumsum_node {
@@ -5622,7 +5647,7 @@ yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:427:
+ * backward, from derivatives.yaml:429:
  *   self: logsumexp_backward(grad, self, result, dim, keepdim)
  */
 typedef struct logsumexp_node {
@@ -5691,7 +5716,7 @@ yt__record_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:430:
+ * backward, from derivatives.yaml:432:
  *   self: var_backward(grad, self, dim, correction, keepdim)
  */
 typedef struct var_node {
@@ -5756,7 +5781,7 @@ yt__record_var(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * backward, from derivatives.yaml:433:
+ * backward, from derivatives.yaml:435:
  *   self: std_backward(grad, self, result, dim, correction, keepdim)
  */
 typedef struct std_node {
@@ -5827,7 +5852,7 @@ yt__record_std(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:424:
+ * backward, from derivatives.yaml:426:
  *   self: norm_backward(grad, self, ord, result, dim, keepdim)
  */
 typedef struct linalg_vector_norm_node {
@@ -5972,7 +5997,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:439:
+ * backward, from derivatives.yaml:441:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -6045,7 +6070,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:443:
+ * backward, from derivatives.yaml:445:
  *   self: maybe_multiply(sum_to(grad, self.shape), beta)
  *   mat1: mm_mat1_backward(grad, mat2, mat1, alpha)
  *   mat2: mm_mat2_backward(grad, mat1, mat2, alpha)
@@ -6135,7 +6160,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:448:
+ * backward, from derivatives.yaml:450:
  *   self: maybe_multiply(sum_to(grad, self.shape), beta)
  *   batch1: maybe_multiply(bmm(grad, batch2.transpose(1, 2)), alpha)
  *   batch2: maybe_multiply(bmm(batch1.transpose(1, 2), grad), alpha)
@@ -6756,7 +6781,7 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * backward, from derivatives.yaml:456:
+ * backward, from derivatives.yaml:458:
  *   self: flip(grad, dims)
  */
 typedef struct flip_node {
@@ -6809,7 +6834,7 @@ yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dim
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * backward, from derivatives.yaml:459:
+ * backward, from derivatives.yaml:461:
  *   self: roll_backward(grad, shifts, dims)
  */
 typedef struct roll_node {
@@ -6868,7 +6893,7 @@ yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int s
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:462:
+ * backward, from derivatives.yaml:464:
  *   self: tril(grad, diagonal)
  */
 typedef struct tril_node {
@@ -6919,7 +6944,7 @@ yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:465:
+ * backward, from derivatives.yaml:467:
  *   self: triu(grad, diagonal)
  */
 typedef struct triu_node {
@@ -6970,7 +6995,7 @@ yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * backward, from derivatives.yaml:468:
+ * backward, from derivatives.yaml:470:
  *   tensors: cat_backward(grad, dim, tensors)
  */
 typedef struct cat_node {
@@ -7037,7 +7062,7 @@ yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, in
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * backward, from derivatives.yaml:474:
+ * backward, from derivatives.yaml:476:
  *   self: index_select_backward(grad, self.shape, dim, index)
  */
 typedef struct index_select_node {
@@ -7097,7 +7122,7 @@ yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tens
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:477:
+ * backward, from derivatives.yaml:479:
  *   self: grad
  *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
  */
@@ -7171,7 +7196,7 @@ yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor 
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * backward, from derivatives.yaml:481:
+ * backward, from derivatives.yaml:483:
  *   self: index_copy(grad, dim, index, zeros_like(source))
  *   source: reshape(index_select(grad, dim, index), source.shape)
  */
@@ -7251,7 +7276,7 @@ yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * backward, from derivatives.yaml:485:
+ * backward, from derivatives.yaml:487:
  *   self: gather_backward(grad, self.shape, dim, index)
  */
 typedef struct gather_node {
@@ -7311,7 +7336,7 @@ yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:488:
+ * backward, from derivatives.yaml:490:
  *   self: scatter(grad, dim, index, 0)
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -7382,7 +7407,7 @@ yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *i
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * backward, from derivatives.yaml:492:
+ * backward, from derivatives.yaml:494:
  *   self: scatter(grad, dim, index, 0)
  */
 typedef struct scatter_value_node {
@@ -7439,7 +7464,7 @@ yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_ten
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:495:
+ * backward, from derivatives.yaml:497:
  *   self: grad
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -7508,7 +7533,7 @@ yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tenso
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * backward, from derivatives.yaml:499:
+ * backward, from derivatives.yaml:501:
  *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_node {
@@ -7572,7 +7597,7 @@ yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, i
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * backward, from derivatives.yaml:502:
+ * backward, from derivatives.yaml:504:
  *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_dense_backward_node {
@@ -7634,7 +7659,7 @@ yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, y
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:511:
+ * backward, from derivatives.yaml:513:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_node {
@@ -7694,7 +7719,7 @@ yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:515:
+ * backward, from derivatives.yaml:517:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_stable_node {
@@ -7754,7 +7779,7 @@ yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, i
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:519:
+ * backward, from derivatives.yaml:521:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct topk_node {
@@ -7814,7 +7839,7 @@ yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * backward, from derivatives.yaml:526:
+ * backward, from derivatives.yaml:528:
  *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  */
 typedef struct avg_pool2d_node {
@@ -7893,7 +7918,7 @@ yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:529:
+ * backward, from derivatives.yaml:531:
  *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
  */
 typedef struct adaptive_avg_pool2d_node {
@@ -7955,7 +7980,7 @@ yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * backward, from derivatives.yaml:532:
+ * backward, from derivatives.yaml:534:
  *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -8043,7 +8068,7 @@ yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_ten
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:536:
+ * backward, from derivatives.yaml:538:
  *   grad_output: adaptive_avg_pool2d(grad, output_size)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -8111,7 +8136,7 @@ yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_outpu
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:540:
+ * backward, from derivatives.yaml:542:
  *   grad_output: max_pool2d_index_gather(grad, indices)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -8182,7 +8207,7 @@ yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_o
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:544:
+ * backward, from derivatives.yaml:546:
  *   self: max_pool2d_index_scatter(grad, self.shape, indices)
  */
 typedef struct max_pool2d_index_gather_node {
@@ -8241,7 +8266,7 @@ yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:547:
+ * backward, from derivatives.yaml:549:
  *   grad: max_pool2d_index_gather(grad, indices)
  */
 typedef struct max_pool2d_index_scatter_node {
@@ -8297,7 +8322,7 @@ yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tenso
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * backward, from derivatives.yaml:550:
+ * backward, from derivatives.yaml:552:
  *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
  *   bias: conv2d_backward_bias(grad)
@@ -8400,7 +8425,7 @@ yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_ten
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:555:
+ * backward, from derivatives.yaml:557:
  *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
  */
@@ -8494,7 +8519,7 @@ yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:559:
+ * backward, from derivatives.yaml:561:
  *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
  *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
  */
@@ -8588,7 +8613,7 @@ yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:563:
+ * backward, from derivatives.yaml:565:
  *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
  */
 typedef struct max_pool2d_with_indices_node {
@@ -8675,7 +8700,7 @@ yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_ten
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:570:
+ * backward, from derivatives.yaml:572:
  *   input: row_norm_backward_input(grad, input, weight, center, eps)
  *   weight: row_norm_backward_weight(grad, input, center, eps)
  *   bias: row_norm_backward_bias(grad)
@@ -8788,7 +8813,7 @@ yt__record_row_norm(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_t
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * backward, from derivatives.yaml:582:
+ * backward, from derivatives.yaml:584:
  *   input: batch_norm_backward_input(grad, input, weight, eps)
  *   weight: batch_norm_backward_weight(grad, input, eps)
  *   bias: batch_norm_backward_bias(grad)
@@ -8902,7 +8927,7 @@ yt__record_batch_norm_training(yt_tensor *result, yt_tensor *input, yt_tensor *w
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:596:
+ * backward, from derivatives.yaml:598:
  *   grad_out: row_norm_double_backward_grad_out(grad, input, weight, center, eps)
  *   input: row_norm_double_backward_input(grad, grad_out, input, weight, center, eps)
  *   weight: row_norm_backward_bias(grad_out * row_norm_backward_input(grad, input, None, center, eps))
@@ -9006,7 +9031,7 @@ yt__record_row_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_te
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * backward, from derivatives.yaml:601:
+ * backward, from derivatives.yaml:603:
  *   grad_out: row_norm(input, grad, None, center, eps)
  *   input: row_norm_backward_input(grad_out, input, grad, center, eps)
  */
@@ -9083,7 +9108,7 @@ yt__record_row_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt_t
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:605:
+ * backward, from derivatives.yaml:607:
  *   grad_out: expand(unsqueeze(grad, -1), grad_out.shape)
  */
 typedef struct row_norm_backward_bias_node {
@@ -9137,7 +9162,7 @@ yt__record_row_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * backward, from derivatives.yaml:611:
+ * backward, from derivatives.yaml:613:
  *   grad_out: batch_norm_double_backward_grad_out(grad, input, weight, eps)
  *   input: batch_norm_double_backward_input(grad, grad_out, input, weight, eps)
  *   weight: batch_norm_backward_bias(grad_out * batch_norm_backward_input(grad, input, None, eps))
@@ -9237,7 +9262,7 @@ yt__record_batch_norm_backward_input(yt_tensor *result, yt_tensor *grad_out, yt_
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * backward, from derivatives.yaml:616:
+ * backward, from derivatives.yaml:618:
  *   grad_out: batch_norm_training(input, grad, None, None, None, 0.0, eps)
  *   input: batch_norm_backward_input(grad_out, input, grad, eps)
  */
@@ -9312,7 +9337,7 @@ yt__record_batch_norm_backward_weight(yt_tensor *result, yt_tensor *grad_out, yt
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * backward, from derivatives.yaml:608:
+ * backward, from derivatives.yaml:610:
  *   grad_out: batch_norm_backward_bias_backward(grad, grad_out.shape)
  */
 typedef struct batch_norm_backward_bias_node {
@@ -9365,7 +9390,7 @@ yt__record_batch_norm_backward_bias(yt_tensor *result, yt_tensor *grad_out)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:623:
+ * backward, from derivatives.yaml:625:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -9422,7 +9447,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:626:
+ * backward, from derivatives.yaml:628:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -9479,7 +9504,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:629:
+ * backward, from derivatives.yaml:631:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9554,7 +9579,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:633:
+ * backward, from derivatives.yaml:635:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -9628,8 +9653,107 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
     return status;
 }
 
+/* binary_cross_entropy_elementwise(Tensor self, Tensor target) -> Tensor
+ * backward, from derivatives.yaml:647:
+ *   self: sum_to(grad * (self - target) / clamp_min(self * (1 - self), 1e-12), self.shape)
+ *   target: sum_to(grad * (log1p(-self) - log(self)), target.shape)
+ */
+typedef struct binary_cross_entropy_elementwise_node {
+    yt_node base;          /* must be first */
+    yt_saved self;         /* used by: self, target */
+    yt_saved target;       /* used by: self */
+    yt_shape self_shape;   /* used by: self */
+    yt_shape target_shape; /* used by: target */
+} binary_cross_entropy_elementwise_node;
+
+static yt_status
+binary_cross_entropy_elementwise_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    binary_cross_entropy_elementwise_node *node = (binary_cross_entropy_elementwise_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *target = yt__saved_unpack(&node->target, &node->base, "target");
+        yt_tensor *t0 = yt_sub_ex(self, target, yt_int(1));
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        yt_tensor *t2 = yt_rsub_ex(self, yt_int(1), yt_int(1));
+        yt_tensor *t3 = yt_mul(self, t2);
+        yt_tensor *t4 = yt_clamp_min(t3, yt_float(1e-12));
+        yt_tensor *t5 = yt_div(t1, t4);
+        out[0] = yt_sum_to(t5, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(target);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_neg(self);
+        yt_tensor *t1 = yt_log1p(t0);
+        yt_tensor *t2 = yt_log(self);
+        yt_tensor *t3 = yt_sub_ex(t1, t2, yt_int(1));
+        yt_tensor *t4 = yt_mul(grads[0], t3);
+        out[1] = yt_sum_to(t4, node->target_shape.sizes, node->target_shape.dim);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+binary_cross_entropy_elementwise_release_saved(yt_node *node_)
+{
+    binary_cross_entropy_elementwise_node *node = (binary_cross_entropy_elementwise_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->target);
+}
+
+static const yt_node_kind binary_cross_entropy_elementwise_node_kind = {
+    .name = "BinaryCrossEntropyElementwiseBackward",
+    .op_name = "binary_cross_entropy_elementwise",
+    .size = sizeof(binary_cross_entropy_elementwise_node),
+    .backward = binary_cross_entropy_elementwise_backward,
+    .release_saved = binary_cross_entropy_elementwise_release_saved,
+};
+
+yt_status
+yt__record_binary_cross_entropy_elementwise(yt_tensor *result, yt_tensor *self, yt_tensor *target)
+{
+    binary_cross_entropy_elementwise_node *node =
+        (binary_cross_entropy_elementwise_node *)yt__node_new(
+            &binary_cross_entropy_elementwise_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, target);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->target, target, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->target_shape, target);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:654:
+ * backward, from derivatives.yaml:661:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: non_differentiable (refused when it requires grad; no edge)
  */
@@ -9707,7 +9831,7 @@ yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *ta
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * backward, from derivatives.yaml:672:
+ * backward, from derivatives.yaml:679:
  *   query: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1), key) * scale
  *   key: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1).transpose(-2, -1), query) * scale
  *   value: matmul(softmax(matmul(query, key.transpose(-2, -1)) * scale, -1).transpose(-2, -1), grad_output)

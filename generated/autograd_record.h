@@ -46,7 +46,8 @@ YT_INTERNAL yt_status yt__record_addcmul(yt_tensor *result, yt_tensor *self, yt_
 YT_INTERNAL yt_status yt__record_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
                                          yt_tensor *tensor2, yt_scalar value);
 YT_INTERNAL yt_status yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output,
-                                                     yt_scalar self, yt_tensor *output);
+                                                     yt_scalar self, yt_tensor *exponent,
+                                                     yt_tensor *output);
 YT_INTERNAL yt_status yt__record_div_tensor_mode(yt_tensor *result, yt_tensor *self,
                                                  yt_tensor *other, const char *rounding_mode);
 YT_INTERNAL yt_status yt__record_div_scalar_mode(yt_tensor *result, yt_tensor *self,
@@ -265,6 +266,9 @@ YT_INTERNAL yt_status yt__record_softmax_backward_data(yt_tensor *result, yt_ten
 YT_INTERNAL yt_status yt__record_log_softmax_backward_data(yt_tensor *result,
                                                            yt_tensor *grad_output,
                                                            yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_status yt__record_binary_cross_entropy_elementwise(yt_tensor *result,
+                                                                  yt_tensor *self,
+                                                                  yt_tensor *target);
 YT_INTERNAL yt_status yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self,
                                                      yt_tensor *target, yt_tensor *weight,
                                                      const char *reduction, int64_t ignore_index,

@@ -662,6 +662,11 @@ const yt__log_softmax_backward_data_kernel_fn
         [YT_DEVICE_CPU] = yt__cpu_log_softmax_backward_data,
 };
 
+const yt__binary_cross_entropy_elementwise_kernel_fn
+    yt__binary_cross_entropy_elementwise_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_binary_cross_entropy_elementwise,
+};
+
 const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_cross_entropy_index,
 };

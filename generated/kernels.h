@@ -148,10 +148,12 @@ YT_INTERNAL yt_status yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_ten
                                       yt_tensor *tensor2, yt_scalar value);
 
 typedef yt_status (*yt__pow_scalar_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
-                                                       yt_scalar self, yt_tensor *output);
+                                                       yt_scalar self, yt_tensor *exponent,
+                                                       yt_tensor *output);
 extern const yt__pow_scalar_backward_kernel_fn yt__pow_scalar_backward_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output,
-                                                  yt_scalar self, yt_tensor *output);
+                                                  yt_scalar self, yt_tensor *exponent,
+                                                  yt_tensor *output);
 
 typedef yt_status (*yt__div_tensor_mode_kernel_fn)(yt_tensor *result, yt_tensor *self,
                                                    yt_tensor *other, const char *rounding_mode);
@@ -954,6 +956,14 @@ extern const yt__log_softmax_backward_data_kernel_fn
     yt__log_softmax_backward_data_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
                                                         yt_tensor *output, int64_t dim);
+
+typedef yt_status (*yt__binary_cross_entropy_elementwise_kernel_fn)(yt_tensor *result,
+                                                                    yt_tensor *self,
+                                                                    yt_tensor *target);
+extern const yt__binary_cross_entropy_elementwise_kernel_fn
+    yt__binary_cross_entropy_elementwise_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_binary_cross_entropy_elementwise(yt_tensor *result, yt_tensor *self,
+                                                               yt_tensor *target);
 
 typedef yt_status (*yt__cross_entropy_index_kernel_fn)(yt_tensor *result, yt_tensor *self,
                                                        yt_tensor *target, yt_tensor *weight,

@@ -1067,7 +1067,7 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:202) */
+/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:204) */
 
 YT_ALWAYS_INLINE void
 floor_divide_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -1685,7 +1685,7 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:212) */
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:214) */
 
 YT_ALWAYS_INLINE void
 lerp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -2002,7 +2002,7 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:221) */
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:223) */
 
 YT_ALWAYS_INLINE void
 lerp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -2406,7 +2406,7 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- addcmul: self + checked(value) * tensor1 * tensor2   (ops.yaml:235) */
+/* ---- addcmul: self + checked(value) * tensor1 * tensor2   (ops.yaml:237) */
 
 YT_ALWAYS_INLINE void
 addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -3230,7 +3230,7 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- addcdiv: self + checked(value) * tensor1 / tensor2   (ops.yaml:249) */
+/* ---- addcdiv: self + checked(value) * tensor1 / tensor2   (ops.yaml:251) */
 
 YT_ALWAYS_INLINE void
 addcdiv_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -3599,7 +3599,7 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:264) */
+/* ---- pow_scalar_backward: 0 if self == 0 and exponent >= 0 else grad_output * output * log(self)   (ops.yaml:266) */
 
 YT_ALWAYS_INLINE void
 pow_scalar_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
@@ -3610,34 +3610,60 @@ pow_scalar_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const uint16_t *output_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *exponent_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *output_p = (const uint16_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(uint16_t)) {
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float exponent = yt__f16_to_f32(exponent_p[i]);
                 const float output = yt__f16_to_f32(output_p[i]);
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+                const float exponent = yt__f16_to_f32(exponent_p[i]);
                 const float output = yt__f16_to_f32(output_p[i]);
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float exponent = yt__f16_to_f32(exponent_p[0]);
+                const float output = yt__f16_to_f32(output_p[i]);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float exponent = yt__f16_to_f32(exponent_p[i]);
                 const float output = yt__f16_to_f32(output_p[0]);
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3645,9 +3671,13 @@ pow_scalar_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float grad_output =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float exponent =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)exponent_p + i * strides[2]));
             const float output =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)output_p + i * strides[2]));
-            const float out_value = (grad_output * output) * logf(self);
+                yt__f16_to_f32(*(const uint16_t *)((const char *)output_p + i * strides[3]));
+            const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                        ? (float)0
+                                        : ((grad_output * output) * logf(self));
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -3665,8 +3695,9 @@ YT_PW_CLONES
 static void
 pow_scalar_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_f16, ctx);
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, pow_scalar_backward_rows_f16, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3678,34 +3709,60 @@ pow_scalar_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const uint16_t *output_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *exponent_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *output_p = (const uint16_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(uint16_t)) {
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float exponent = yt__bf16_to_f32(exponent_p[i]);
                 const float output = yt__bf16_to_f32(output_p[i]);
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+                const float exponent = yt__bf16_to_f32(exponent_p[i]);
                 const float output = yt__bf16_to_f32(output_p[i]);
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float exponent = yt__bf16_to_f32(exponent_p[0]);
+                const float output = yt__bf16_to_f32(output_p[i]);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float exponent = yt__bf16_to_f32(exponent_p[i]);
                 const float output = yt__bf16_to_f32(output_p[0]);
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3713,9 +3770,13 @@ pow_scalar_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float grad_output =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float exponent =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)exponent_p + i * strides[2]));
             const float output =
-                yt__bf16_to_f32(*(const uint16_t *)((const char *)output_p + i * strides[2]));
-            const float out_value = (grad_output * output) * logf(self);
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)output_p + i * strides[3]));
+            const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                        ? (float)0
+                                        : ((grad_output * output) * logf(self));
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -3733,8 +3794,9 @@ YT_PW_CLONES
 static void
 pow_scalar_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_bf16, ctx);
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, pow_scalar_backward_rows_bf16, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3746,34 +3808,60 @@ pow_scalar_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
-        const float *output_p = (const float *)(data[2] + r * row_strides[2]);
+        const float *exponent_p = (const float *)(data[2] + r * row_strides[2]);
+        const float *output_p = (const float *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
-            strides[2] == sizeof(float)) {
+            strides[2] == sizeof(float) && strides[3] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = grad_output_p[i];
+                const float exponent = exponent_p[i];
                 const float output = output_p[i];
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = out_value;
             }
             continue;
         }
-        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+            strides[3] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = grad_output_p[0];
+                const float exponent = exponent_p[i];
                 const float output = output_p[i];
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = out_value;
             }
             continue;
         }
-        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+            strides[3] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float grad_output = grad_output_p[i];
+                const float exponent = exponent_p[0];
+                const float output = output_p[i];
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float exponent = exponent_p[i];
                 const float output = output_p[0];
-                const float out_value = (grad_output * output) * logf(self);
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
                 out[i] = out_value;
             }
             continue;
@@ -3781,8 +3869,11 @@ pow_scalar_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float grad_output =
                 *(const float *)((const char *)grad_output_p + i * strides[1]);
-            const float output = *(const float *)((const char *)output_p + i * strides[2]);
-            const float out_value = (grad_output * output) * logf(self);
+            const float exponent = *(const float *)((const char *)exponent_p + i * strides[2]);
+            const float output = *(const float *)((const char *)output_p + i * strides[3]);
+            const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                        ? (float)0
+                                        : ((grad_output * output) * logf(self));
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -3800,8 +3891,8 @@ YT_PW_CLONES
 static void
 pow_scalar_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
-    yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_f32, ctx);
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 4, esize, pow_scalar_backward_rows_f32, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3813,34 +3904,60 @@ pow_scalar_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
-        const double *output_p = (const double *)(data[2] + r * row_strides[2]);
+        const double *exponent_p = (const double *)(data[2] + r * row_strides[2]);
+        const double *output_p = (const double *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
-            strides[2] == sizeof(double)) {
+            strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double grad_output = grad_output_p[i];
+                const double exponent = exponent_p[i];
                 const double output = output_p[i];
-                const double out_value = (grad_output * output) * log(self);
+                const double out_value = ((self == (double)0) && (exponent >= (double)0))
+                                             ? (double)0
+                                             : ((grad_output * output) * log(self));
                 out[i] = out_value;
             }
             continue;
         }
-        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+            strides[3] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double grad_output = grad_output_p[0];
+                const double exponent = exponent_p[i];
                 const double output = output_p[i];
-                const double out_value = (grad_output * output) * log(self);
+                const double out_value = ((self == (double)0) && (exponent >= (double)0))
+                                             ? (double)0
+                                             : ((grad_output * output) * log(self));
                 out[i] = out_value;
             }
             continue;
         }
-        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+            strides[3] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double grad_output = grad_output_p[i];
+                const double exponent = exponent_p[0];
+                const double output = output_p[i];
+                const double out_value = ((self == (double)0) && (exponent >= (double)0))
+                                             ? (double)0
+                                             : ((grad_output * output) * log(self));
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double exponent = exponent_p[i];
                 const double output = output_p[0];
-                const double out_value = (grad_output * output) * log(self);
+                const double out_value = ((self == (double)0) && (exponent >= (double)0))
+                                             ? (double)0
+                                             : ((grad_output * output) * log(self));
                 out[i] = out_value;
             }
             continue;
@@ -3848,8 +3965,11 @@ pow_scalar_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const double grad_output =
                 *(const double *)((const char *)grad_output_p + i * strides[1]);
-            const double output = *(const double *)((const char *)output_p + i * strides[2]);
-            const double out_value = (grad_output * output) * log(self);
+            const double exponent = *(const double *)((const char *)exponent_p + i * strides[2]);
+            const double output = *(const double *)((const char *)output_p + i * strides[3]);
+            const double out_value = ((self == (double)0) && (exponent >= (double)0))
+                                         ? (double)0
+                                         : ((grad_output * output) * log(self));
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -3867,30 +3987,31 @@ YT_PW_CLONES
 static void
 pow_scalar_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
-    yt__run_blocks(s, 3, esize, pow_scalar_backward_rows_f64, ctx);
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 4, esize, pow_scalar_backward_rows_f64, ctx);
 }
 
 yt_status
 yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar self,
-                            yt_tensor *output)
+                            yt_tensor *exponent, yt_tensor *output)
 {
     const pointwise_scalar scalars[1] = {
         {yt__scalar_to_double(self), yt__scalar_to_i64(self), true},
     };
-    yt_tensor *const inputs[2] = {grad_output, output};
+    yt_tensor *const inputs[3] = {grad_output, exponent, output};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f16,
+        return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f16,
                              pow_scalar_backward_blocks_f16, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_bf16,
+        return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_bf16,
                              pow_scalar_backward_blocks_bf16, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f32,
+        return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f32,
                              pow_scalar_backward_blocks_f32, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f64,
+        return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f64,
                              pow_scalar_backward_blocks_f64, scalars);
     default:
         break;
@@ -3899,7 +4020,7 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:358) */
+/* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:366) */
 
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
@@ -4429,7 +4550,7 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- sqrt: sqrt(self)   (ops.yaml:430) */
+/* ---- sqrt: sqrt(self)   (ops.yaml:438) */
 
 YT_ALWAYS_INLINE void
 sqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4610,7 +4731,7 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- relu: 0 if self < 0 else self   (ops.yaml:439) */
+/* ---- relu: 0 if self < 0 else self   (ops.yaml:447) */
 
 YT_ALWAYS_INLINE void
 relu_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4996,7 +5117,7 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clone: self   (ops.yaml:483) */
+/* ---- clone: self   (ops.yaml:491) */
 
 YT_ALWAYS_INLINE void
 clone_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5423,7 +5544,7 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- erf: erf(self)   (ops.yaml:582) */
+/* ---- erf: erf(self)   (ops.yaml:590) */
 
 YT_ALWAYS_INLINE void
 erf_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5612,7 +5733,7 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- round: nearbyint(self)   (ops.yaml:604) */
+/* ---- round: nearbyint(self)   (ops.yaml:612) */
 
 YT_ALWAYS_INLINE void
 round_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5998,7 +6119,7 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isnan: isnan(self)   (ops.yaml:663) */
+/* ---- isnan: isnan(self)   (ops.yaml:671) */
 
 YT_ALWAYS_INLINE void
 isnan_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6425,7 +6546,7 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:695) */
+/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:703) */
 
 YT_ALWAYS_INLINE void
 gelu_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
@@ -7228,7 +7349,7 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:842) */
+/* ---- ge: self >= other   (ops.yaml:850) */
 
 YT_ALWAYS_INLINE void
 ge_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7897,7 +8018,7 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:852) */
+/* ---- ge: self >= other   (ops.yaml:860) */
 
 YT_ALWAYS_INLINE void
 ge_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8338,7 +8459,7 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:881) */
+/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:889) */
 
 YT_ALWAYS_INLINE void
 logical_xor_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9017,7 +9138,7 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:900) */
+/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:908) */
 
 YT_ALWAYS_INLINE void
 masked_fill_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9708,7 +9829,7 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:913) */
+/* ---- masked_fill: value if mask else self   (ops.yaml:921) */
 
 YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_bool(char **data, const int64_t *strides, int64_t n,

@@ -3862,7 +3862,7 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
                            yt_dtype_name(exponent->dtype));
 }
 
-/* ---- minimum: minimum(self, other)   (ops.yaml:141) */
+/* ---- minimum: minimum(self, other)   (ops.yaml:143) */
 
 YT_ALWAYS_INLINE void
 minimum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4531,7 +4531,7 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:274) */
+/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:282) */
 
 YT_ALWAYS_INLINE void
 div_tensor_mode_rows_u8_trunc(char **data, const int64_t *strides, int64_t n,
@@ -6033,7 +6033,7 @@ yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:294) */
+/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:302) */
 
 YT_ALWAYS_INLINE void
 div_scalar_mode_rows_u8_trunc(char **data, const int64_t *strides, int64_t n,
@@ -7025,7 +7025,7 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log: log(self)   (ops.yaml:421) */
+/* ---- log: log(self)   (ops.yaml:429) */
 
 YT_ALWAYS_INLINE void
 log_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7214,7 +7214,7 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- square: self * self   (ops.yaml:513) */
+/* ---- square: self * self   (ops.yaml:521) */
 
 YT_ALWAYS_INLINE void
 square_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7641,7 +7641,7 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- reciprocal: 1 / self   (ops.yaml:522) */
+/* ---- reciprocal: 1 / self   (ops.yaml:530) */
 
 YT_ALWAYS_INLINE void
 reciprocal_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7826,7 +7826,7 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- cos: cos(self)   (ops.yaml:574) */
+/* ---- cos: cos(self)   (ops.yaml:582) */
 
 YT_ALWAYS_INLINE void
 cos_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8015,7 +8015,7 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- trunc: trunc(self)   (ops.yaml:611) */
+/* ---- trunc: trunc(self)   (ops.yaml:619) */
 
 YT_ALWAYS_INLINE void
 trunc_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8401,7 +8401,7 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:637) */
+/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:645) */
 
 YT_ALWAYS_INLINE void
 elu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8619,7 +8619,7 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- silu: self / (1 + exp(-self))   (ops.yaml:656) */
+/* ---- silu: self / (1 + exp(-self))   (ops.yaml:664) */
 
 YT_ALWAYS_INLINE void
 silu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8808,7 +8808,7 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:681) */
+/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:689) */
 
 YT_ALWAYS_INLINE void
 gelu_rows_f16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9211,7 +9211,7 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:753) */
+/* ---- lt: self < other   (ops.yaml:761) */
 
 YT_ALWAYS_INLINE void
 lt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9880,7 +9880,7 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:763) */
+/* ---- lt: self < other   (ops.yaml:771) */
 
 YT_ALWAYS_INLINE void
 lt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10321,7 +10321,7 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:804) */
+/* ---- ne: self != other   (ops.yaml:812) */
 
 YT_ALWAYS_INLINE void
 ne_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10990,7 +10990,7 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:814) */
+/* ---- ne: self != other   (ops.yaml:822) */
 
 YT_ALWAYS_INLINE void
 ne_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -11428,5 +11428,331 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
         break;
     }
     return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
+                           yt_dtype_name(self->dtype));
+}
+
+/* ---- binary_cross_entropy_elementwise: -(target * maximum(log(self), -100) + (1 - target) * maximum(log1p(-self), -100))   (ops.yaml:3066) */
+
+YT_ALWAYS_INLINE void
+binary_cross_entropy_elementwise_rows_f16(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *target_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float target = yt__f16_to_f32(target_p[i]);
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float target = yt__f16_to_f32(target_p[i]);
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float target = yt__f16_to_f32(target_p[0]);
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float target =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)target_p + i * strides[2]));
+            const float out_value =
+                -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                  (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+YT_PW_CLONES
+static void
+binary_cross_entropy_elementwise_loop_f16(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    binary_cross_entropy_elementwise_rows_f16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+binary_cross_entropy_elementwise_blocks_f16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, binary_cross_entropy_elementwise_rows_f16, ctx);
+}
+
+YT_ALWAYS_INLINE void
+binary_cross_entropy_elementwise_rows_bf16(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *target_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float target = yt__bf16_to_f32(target_p[i]);
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float target = yt__bf16_to_f32(target_p[i]);
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float target = yt__bf16_to_f32(target_p[0]);
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float target =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)target_p + i * strides[2]));
+            const float out_value =
+                -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                  (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+YT_PW_CLONES
+static void
+binary_cross_entropy_elementwise_loop_bf16(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    binary_cross_entropy_elementwise_rows_bf16(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+binary_cross_entropy_elementwise_blocks_bf16(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, binary_cross_entropy_elementwise_rows_bf16, ctx);
+}
+
+YT_ALWAYS_INLINE void
+binary_cross_entropy_elementwise_rows_f32(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *target_p = (const float *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float target = target_p[i];
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[0];
+                const float target = target_p[i];
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float target = target_p[0];
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float target = *(const float *)((const char *)target_p + i * strides[2]);
+            const float out_value =
+                -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                  (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+YT_PW_CLONES
+static void
+binary_cross_entropy_elementwise_loop_f32(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    binary_cross_entropy_elementwise_rows_f32(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+binary_cross_entropy_elementwise_blocks_f32(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, binary_cross_entropy_elementwise_rows_f32, ctx);
+}
+
+YT_ALWAYS_INLINE void
+binary_cross_entropy_elementwise_rows_f64(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *target_p = (const double *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double target = target_p[i];
+                const double out_value =
+                    -((target * yt__pw_maximum_d(log(self), -(double)100)) +
+                      (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[0];
+                const double target = target_p[i];
+                const double out_value =
+                    -((target * yt__pw_maximum_d(log(self), -(double)100)) +
+                      (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double target = target_p[0];
+                const double out_value =
+                    -((target * yt__pw_maximum_d(log(self), -(double)100)) +
+                      (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double target = *(const double *)((const char *)target_p + i * strides[2]);
+            const double out_value =
+                -((target * yt__pw_maximum_d(log(self), -(double)100)) +
+                  (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+YT_PW_CLONES
+static void
+binary_cross_entropy_elementwise_loop_f64(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    binary_cross_entropy_elementwise_rows_f64(data, strides, n, row_strides, rows, ctx);
+}
+
+YT_PW_CLONES
+static void
+binary_cross_entropy_elementwise_blocks_f64(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, binary_cross_entropy_elementwise_rows_f64, ctx);
+}
+
+yt_status
+yt__cpu_binary_cross_entropy_elementwise(yt_tensor *result, yt_tensor *self, yt_tensor *target)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, target};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f16,
+                             binary_cross_entropy_elementwise_blocks_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_bf16,
+                             binary_cross_entropy_elementwise_blocks_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f32,
+                             binary_cross_entropy_elementwise_blocks_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f64,
+                             binary_cross_entropy_elementwise_blocks_f64, scalars);
+    default:
+        break;
+    }
+    return yt__fail_status(YT_ERR_DTYPE,
+                           "binary_cross_entropy_elementwise: no CPU loop for dtype %s",
                            yt_dtype_name(self->dtype));
 }

@@ -12,7 +12,7 @@
 #endif
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2980 */
+ * from ops.yaml:3005 */
 yt_tensor *
 yt_mse_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -20,7 +20,7 @@ yt_mse_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2980 */
+ * from ops.yaml:3005 */
 yt_tensor *
 yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -56,7 +56,7 @@ yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2995 */
+ * from ops.yaml:3020 */
 yt_tensor *
 yt_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -64,7 +64,7 @@ yt_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:2995 */
+ * from ops.yaml:3020 */
 yt_tensor *
 yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -100,7 +100,7 @@ yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3010 */
+ * from ops.yaml:3035 */
 yt_tensor *
 yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -108,7 +108,7 @@ yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3010 */
+ * from ops.yaml:3035 */
 yt_tensor *
 yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double beta)
 {
@@ -146,7 +146,7 @@ yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, 
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3026 */
+ * from ops.yaml:3051 */
 yt_tensor *
 yt_huber_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -154,7 +154,7 @@ yt_huber_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3026 */
+ * from ops.yaml:3051 */
 yt_tensor *
 yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double delta)
 {
@@ -190,8 +190,73 @@ yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, doub
     return yt__scope_track(result);
 }
 
+/* binary_cross_entropy_elementwise(Tensor self, Tensor target) -> Tensor
+ * from ops.yaml:3066; backward from derivatives.yaml:647 */
+yt_tensor *
+yt_binary_cross_entropy_elementwise(yt_tensor *self, yt_tensor *target)
+{
+    if (self == NULL)
+        return yt__null_arg("binary_cross_entropy_elementwise",
+                            "self"); /* keeps an earlier error */
+    if (target == NULL)
+        return yt__null_arg("binary_cross_entropy_elementwise",
+                            "target"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "binary_cross_entropy_elementwise: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(target->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "binary_cross_entropy_elementwise: target has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(target->dtype));
+    if (target->device != self->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "binary_cross_entropy_elementwise: target is on %s but self is on %s",
+                        yt_device_name(target->device), yt_device_name(self->device));
+    yt_tensor *const promote_tensors[2] = {self, target};
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {self, target};
+    static const char *const broadcast_names[2] = {"self", "target"};
+    if (yt__broadcast_shapes(&result_shape, "binary_cross_entropy_elementwise", 2,
+                             broadcast_tensors, broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__binary_cross_entropy_elementwise_kernel_fn kernel =
+        yt__binary_cross_entropy_elementwise_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "binary_cross_entropy_elementwise: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, target};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    yt_tensor *target_k =
+        target->dtype == compute_dtype ? target : yt__cast_copy(target, compute_dtype);
+    if (self_k == NULL || target_k == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(target_k, target);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, target_k);
+    yt__release_cast(self_k, self);
+    yt__release_cast(target_k, target);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_binary_cross_entropy_elementwise(result, self, target) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3041 */
+ * from ops.yaml:3082 */
 yt_tensor *
 yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 {
@@ -199,7 +264,7 @@ yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3041 */
+ * from ops.yaml:3082 */
 yt_tensor *
 yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                            const char *reduction)
@@ -250,7 +315,7 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3058 */
+ * from ops.yaml:3099 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 {
@@ -258,7 +323,7 @@ yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3058 */
+ * from ops.yaml:3099 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                        yt_tensor *pos_weight, const char *reduction)
@@ -330,7 +395,7 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_te
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3074 */
+ * from ops.yaml:3115 */
 yt_tensor *
 yt_nll_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -338,7 +403,7 @@ yt_nll_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3074 */
+ * from ops.yaml:3115 */
 yt_tensor *
 yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char *reduction,
                int64_t ignore_index)
@@ -393,7 +458,7 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3097 */
+ * from ops.yaml:3138 */
 yt_tensor *
 yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -401,7 +466,7 @@ yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3097 */
+ * from ops.yaml:3138 */
 yt_tensor *
 yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                          const char *reduction, int64_t ignore_index, double label_smoothing)
@@ -460,7 +525,7 @@ yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3127; backward from derivatives.yaml:654 */
+ * from ops.yaml:3168; backward from derivatives.yaml:661 */
 yt_tensor *
 yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 {
@@ -468,7 +533,7 @@ yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3127; backward from derivatives.yaml:654 */
+ * from ops.yaml:3168; backward from derivatives.yaml:661 */
 yt_tensor *
 yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                           const char *reduction, int64_t ignore_index, double label_smoothing)

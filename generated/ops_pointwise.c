@@ -2177,7 +2177,7 @@ yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:132; backward from derivatives.yaml:170 */
+ * from ops.yaml:134; backward from derivatives.yaml:172 */
 yt_tensor *
 yt_maximum(yt_tensor *self, yt_tensor *other)
 {
@@ -2228,7 +2228,7 @@ yt_maximum(yt_tensor *self, yt_tensor *other)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:132; backward from derivatives.yaml:170 */
+ * from ops.yaml:134; backward from derivatives.yaml:172 */
 yt_status
 yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2292,7 +2292,7 @@ yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:141; backward from derivatives.yaml:174 */
+ * from ops.yaml:143; backward from derivatives.yaml:176 */
 yt_tensor *
 yt_minimum(yt_tensor *self, yt_tensor *other)
 {
@@ -2343,7 +2343,7 @@ yt_minimum(yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:141; backward from derivatives.yaml:174 */
+ * from ops.yaml:143; backward from derivatives.yaml:176 */
 yt_status
 yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2407,7 +2407,7 @@ yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:150; backward from derivatives.yaml:178 */
+ * from ops.yaml:152; backward from derivatives.yaml:180 */
 yt_tensor *
 yt_clamp_min(yt_tensor *self, yt_scalar min)
 {
@@ -2453,7 +2453,7 @@ yt_clamp_min(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:150; backward from derivatives.yaml:178 */
+ * from ops.yaml:152; backward from derivatives.yaml:180 */
 yt_status
 yt_clamp_min_(yt_tensor *self, yt_scalar min)
 {
@@ -2516,7 +2516,7 @@ yt_clamp_min_(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:150; backward from derivatives.yaml:178 */
+ * from ops.yaml:152; backward from derivatives.yaml:180 */
 yt_status
 yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 {
@@ -2575,7 +2575,7 @@ yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:158; backward from derivatives.yaml:181 */
+ * from ops.yaml:160; backward from derivatives.yaml:183 */
 yt_tensor *
 yt_clamp_max(yt_tensor *self, yt_scalar max)
 {
@@ -2621,7 +2621,7 @@ yt_clamp_max(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:158; backward from derivatives.yaml:181 */
+ * from ops.yaml:160; backward from derivatives.yaml:183 */
 yt_status
 yt_clamp_max_(yt_tensor *self, yt_scalar max)
 {
@@ -2684,7 +2684,7 @@ yt_clamp_max_(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:158; backward from derivatives.yaml:181 */
+ * from ops.yaml:160; backward from derivatives.yaml:183 */
 yt_status
 yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 {
@@ -2743,7 +2743,7 @@ yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:166; backward from derivatives.yaml:184 */
+ * from ops.yaml:168; backward from derivatives.yaml:186 */
 yt_tensor *
 yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 {
@@ -2803,7 +2803,7 @@ yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:166; backward from derivatives.yaml:184 */
+ * from ops.yaml:168; backward from derivatives.yaml:186 */
 yt_status
 yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 {
@@ -2883,7 +2883,7 @@ yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:166; backward from derivatives.yaml:184 */
+ * from ops.yaml:168; backward from derivatives.yaml:186 */
 yt_status
 yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 {
@@ -2956,7 +2956,7 @@ yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:175; backward from derivatives.yaml:188 */
+ * from ops.yaml:177; backward from derivatives.yaml:190 */
 yt_tensor *
 yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 {
@@ -3016,7 +3016,7 @@ yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:175; backward from derivatives.yaml:188 */
+ * from ops.yaml:177; backward from derivatives.yaml:190 */
 yt_status
 yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 {
@@ -3096,7 +3096,7 @@ yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:175; backward from derivatives.yaml:188 */
+ * from ops.yaml:177; backward from derivatives.yaml:190 */
 yt_status
 yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 {
@@ -3169,7 +3169,7 @@ yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:184; backward from derivatives.yaml:192 */
+ * from ops.yaml:186; backward from derivatives.yaml:194 */
 yt_tensor *
 yt_remainder(yt_tensor *self, yt_tensor *other)
 {
@@ -3230,7 +3230,7 @@ yt_remainder(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:184; backward from derivatives.yaml:192 */
+ * from ops.yaml:186; backward from derivatives.yaml:194 */
 yt_status
 yt_remainder_(yt_tensor *self, yt_tensor *other)
 {
@@ -3311,7 +3311,7 @@ yt_remainder_(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:184; backward from derivatives.yaml:192 */
+ * from ops.yaml:186; backward from derivatives.yaml:194 */
 yt_status
 yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3385,7 +3385,7 @@ yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:194; backward from derivatives.yaml:196 */
+ * from ops.yaml:196; backward from derivatives.yaml:198 */
 yt_tensor *
 yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3431,7 +3431,7 @@ yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:194; backward from derivatives.yaml:196 */
+ * from ops.yaml:196; backward from derivatives.yaml:198 */
 yt_status
 yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 {
@@ -3486,7 +3486,7 @@ yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:194; backward from derivatives.yaml:196 */
+ * from ops.yaml:196; backward from derivatives.yaml:198 */
 yt_status
 yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3545,7 +3545,7 @@ yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:202 */
+ * from ops.yaml:204 */
 yt_tensor *
 yt_floor_divide(yt_tensor *self, yt_tensor *other)
 {
@@ -3600,7 +3600,7 @@ yt_floor_divide(yt_tensor *self, yt_tensor *other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:202 */
+ * from ops.yaml:204 */
 yt_status
 yt_floor_divide_(yt_tensor *self, yt_tensor *other)
 {
@@ -3664,7 +3664,7 @@ yt_floor_divide_(yt_tensor *self, yt_tensor *other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:202 */
+ * from ops.yaml:204 */
 yt_status
 yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3738,7 +3738,7 @@ yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:212; backward from derivatives.yaml:202 */
+ * from ops.yaml:214; backward from derivatives.yaml:204 */
 yt_tensor *
 yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3789,7 +3789,7 @@ yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:212; backward from derivatives.yaml:202 */
+ * from ops.yaml:214; backward from derivatives.yaml:204 */
 yt_status
 yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3852,7 +3852,7 @@ yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:212; backward from derivatives.yaml:202 */
+ * from ops.yaml:214; backward from derivatives.yaml:204 */
 yt_status
 yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3918,7 +3918,7 @@ yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:221; backward from derivatives.yaml:206 */
+ * from ops.yaml:223; backward from derivatives.yaml:208 */
 yt_tensor *
 yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3977,7 +3977,7 @@ yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:221; backward from derivatives.yaml:206 */
+ * from ops.yaml:223; backward from derivatives.yaml:208 */
 yt_status
 yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -4057,7 +4057,7 @@ yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:221; backward from derivatives.yaml:206 */
+ * from ops.yaml:223; backward from derivatives.yaml:208 */
 yt_status
 yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -4132,7 +4132,7 @@ yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *w
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:211 */
+ * from ops.yaml:237; backward from derivatives.yaml:213 */
 yt_tensor *
 yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4140,7 +4140,7 @@ yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:211 */
+ * from ops.yaml:237; backward from derivatives.yaml:213 */
 yt_tensor *
 yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4219,7 +4219,7 @@ yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:211 */
+ * from ops.yaml:237; backward from derivatives.yaml:213 */
 yt_status
 yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4227,7 +4227,7 @@ yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:211 */
+ * from ops.yaml:237; backward from derivatives.yaml:213 */
 yt_status
 yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4317,7 +4317,7 @@ yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:211 */
+ * from ops.yaml:237; backward from derivatives.yaml:213 */
 yt_status
 yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4325,7 +4325,7 @@ yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:235; backward from derivatives.yaml:211 */
+ * from ops.yaml:237; backward from derivatives.yaml:213 */
 yt_status
 yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4418,7 +4418,7 @@ yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:216 */
+ * from ops.yaml:251; backward from derivatives.yaml:218 */
 yt_tensor *
 yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4426,7 +4426,7 @@ yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:216 */
+ * from ops.yaml:251; backward from derivatives.yaml:218 */
 yt_tensor *
 yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4499,7 +4499,7 @@ yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:216 */
+ * from ops.yaml:251; backward from derivatives.yaml:218 */
 yt_status
 yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4507,7 +4507,7 @@ yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:216 */
+ * from ops.yaml:251; backward from derivatives.yaml:218 */
 yt_status
 yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4594,7 +4594,7 @@ yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:216 */
+ * from ops.yaml:251; backward from derivatives.yaml:218 */
 yt_status
 yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4602,7 +4602,7 @@ yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:249; backward from derivatives.yaml:216 */
+ * from ops.yaml:251; backward from derivatives.yaml:218 */
 yt_status
 yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4692,7 +4692,7 @@ yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:274; backward from derivatives.yaml:326 */
+ * from ops.yaml:282; backward from derivatives.yaml:328 */
 yt_tensor *
 yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4762,7 +4762,7 @@ yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:274; backward from derivatives.yaml:326 */
+ * from ops.yaml:282; backward from derivatives.yaml:328 */
 yt_status
 yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4851,7 +4851,7 @@ yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:274; backward from derivatives.yaml:326 */
+ * from ops.yaml:282; backward from derivatives.yaml:328 */
 yt_status
 yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4934,7 +4934,7 @@ yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const 
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:294; backward from derivatives.yaml:330 */
+ * from ops.yaml:302; backward from derivatives.yaml:332 */
 yt_tensor *
 yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -4988,7 +4988,7 @@ yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:294; backward from derivatives.yaml:330 */
+ * from ops.yaml:302; backward from derivatives.yaml:332 */
 yt_status
 yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -5051,7 +5051,7 @@ yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:294; backward from derivatives.yaml:330 */
+ * from ops.yaml:302; backward from derivatives.yaml:332 */
 yt_status
 yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -5118,7 +5118,7 @@ yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const c
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:336 */
+ * from ops.yaml:318; backward from derivatives.yaml:338 */
 yt_tensor *
 yt_clamp(yt_tensor *self)
 {
@@ -5126,7 +5126,7 @@ yt_clamp(yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:336 */
+ * from ops.yaml:318; backward from derivatives.yaml:338 */
 yt_tensor *
 yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5181,7 +5181,7 @@ yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:336 */
+ * from ops.yaml:318; backward from derivatives.yaml:338 */
 yt_status
 yt_clamp_(yt_tensor *self)
 {
@@ -5189,7 +5189,7 @@ yt_clamp_(yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:336 */
+ * from ops.yaml:318; backward from derivatives.yaml:338 */
 yt_status
 yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5262,7 +5262,7 @@ yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:336 */
+ * from ops.yaml:318; backward from derivatives.yaml:338 */
 yt_status
 yt_clamp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5270,7 +5270,7 @@ yt_clamp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:310; backward from derivatives.yaml:336 */
+ * from ops.yaml:318; backward from derivatives.yaml:338 */
 yt_status
 yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5340,7 +5340,7 @@ yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:339 */
+ * from ops.yaml:335; backward from derivatives.yaml:341 */
 yt_tensor *
 yt_clamp_tensor(yt_tensor *self)
 {
@@ -5348,7 +5348,7 @@ yt_clamp_tensor(yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:339 */
+ * from ops.yaml:335; backward from derivatives.yaml:341 */
 yt_tensor *
 yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -5421,7 +5421,7 @@ yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:339 */
+ * from ops.yaml:335; backward from derivatives.yaml:341 */
 yt_status
 yt_clamp_tensor_(yt_tensor *self)
 {
@@ -5429,7 +5429,7 @@ yt_clamp_tensor_(yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:339 */
+ * from ops.yaml:335; backward from derivatives.yaml:341 */
 yt_status
 yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -5522,7 +5522,7 @@ yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:339 */
+ * from ops.yaml:335; backward from derivatives.yaml:341 */
 yt_status
 yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5530,7 +5530,7 @@ yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:327; backward from derivatives.yaml:339 */
+ * from ops.yaml:335; backward from derivatives.yaml:341 */
 yt_status
 yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -5616,7 +5616,7 @@ yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tenso
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:413; backward from derivatives.yaml:49 */
+ * from ops.yaml:421; backward from derivatives.yaml:49 */
 yt_tensor *
 yt_exp(yt_tensor *self)
 {
@@ -5653,7 +5653,7 @@ yt_exp(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:413; backward from derivatives.yaml:49 */
+ * from ops.yaml:421; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_(yt_tensor *self)
 {
@@ -5698,7 +5698,7 @@ yt_exp_(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:413; backward from derivatives.yaml:49 */
+ * from ops.yaml:421; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5747,7 +5747,7 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:421; backward from derivatives.yaml:52 */
+ * from ops.yaml:429; backward from derivatives.yaml:52 */
 yt_tensor *
 yt_log(yt_tensor *self)
 {
@@ -5784,7 +5784,7 @@ yt_log(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:421; backward from derivatives.yaml:52 */
+ * from ops.yaml:429; backward from derivatives.yaml:52 */
 yt_status
 yt_log_(yt_tensor *self)
 {
@@ -5837,7 +5837,7 @@ yt_log_(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:421; backward from derivatives.yaml:52 */
+ * from ops.yaml:429; backward from derivatives.yaml:52 */
 yt_status
 yt_log_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5886,7 +5886,7 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:430; backward from derivatives.yaml:55 */
+ * from ops.yaml:438; backward from derivatives.yaml:55 */
 yt_tensor *
 yt_sqrt(yt_tensor *self)
 {
@@ -5923,7 +5923,7 @@ yt_sqrt(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:430; backward from derivatives.yaml:55 */
+ * from ops.yaml:438; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_(yt_tensor *self)
 {
@@ -5968,7 +5968,7 @@ yt_sqrt_(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:430; backward from derivatives.yaml:55 */
+ * from ops.yaml:438; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6017,7 +6017,7 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:58 */
+ * from ops.yaml:447; backward from derivatives.yaml:58 */
 yt_tensor *
 yt_relu(yt_tensor *self)
 {
@@ -6052,7 +6052,7 @@ yt_relu(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:58 */
+ * from ops.yaml:447; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_(yt_tensor *self)
 {
@@ -6095,7 +6095,7 @@ yt_relu_(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:58 */
+ * from ops.yaml:447; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6142,7 +6142,7 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:65 */
+ * from ops.yaml:468; backward from derivatives.yaml:65 */
 yt_tensor *
 yt_sigmoid(yt_tensor *self)
 {
@@ -6179,7 +6179,7 @@ yt_sigmoid(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:65 */
+ * from ops.yaml:468; backward from derivatives.yaml:65 */
 yt_status
 yt_sigmoid_(yt_tensor *self)
 {
@@ -6225,7 +6225,7 @@ yt_sigmoid_(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:65 */
+ * from ops.yaml:468; backward from derivatives.yaml:65 */
 yt_status
 yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6275,7 +6275,7 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:468; backward from derivatives.yaml:68 */
+ * from ops.yaml:476; backward from derivatives.yaml:68 */
 yt_tensor *
 yt_tanh(yt_tensor *self)
 {
@@ -6312,7 +6312,7 @@ yt_tanh(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:468; backward from derivatives.yaml:68 */
+ * from ops.yaml:476; backward from derivatives.yaml:68 */
 yt_status
 yt_tanh_(yt_tensor *self)
 {
@@ -6357,7 +6357,7 @@ yt_tanh_(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:468; backward from derivatives.yaml:68 */
+ * from ops.yaml:476; backward from derivatives.yaml:68 */
 yt_status
 yt_tanh_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6406,7 +6406,7 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:71 */
+ * from ops.yaml:484; backward from derivatives.yaml:71 */
 yt_tensor *
 yt_softplus(yt_tensor *self)
 {
@@ -6414,7 +6414,7 @@ yt_softplus(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:71 */
+ * from ops.yaml:484; backward from derivatives.yaml:71 */
 yt_tensor *
 yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6453,7 +6453,7 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:71 */
+ * from ops.yaml:484; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_(yt_tensor *self)
 {
@@ -6461,7 +6461,7 @@ yt_softplus_(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:71 */
+ * from ops.yaml:484; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6517,7 +6517,7 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:71 */
+ * from ops.yaml:484; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6525,7 +6525,7 @@ yt_softplus_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:71 */
+ * from ops.yaml:484; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6579,7 +6579,7 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:483; backward from derivatives.yaml:74 */
+ * from ops.yaml:491; backward from derivatives.yaml:74 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -6609,7 +6609,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:483; backward from derivatives.yaml:74 */
+ * from ops.yaml:491; backward from derivatives.yaml:74 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6651,7 +6651,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:490; backward from derivatives.yaml:77 */
+ * from ops.yaml:498; backward from derivatives.yaml:77 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -6681,7 +6681,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:221 */
+ * from ops.yaml:506; backward from derivatives.yaml:223 */
 yt_tensor *
 yt_abs(yt_tensor *self)
 {
@@ -6716,7 +6716,7 @@ yt_abs(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:221 */
+ * from ops.yaml:506; backward from derivatives.yaml:223 */
 yt_status
 yt_abs_(yt_tensor *self)
 {
@@ -6766,7 +6766,7 @@ yt_abs_(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:221 */
+ * from ops.yaml:506; backward from derivatives.yaml:223 */
 yt_status
 yt_abs_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6813,7 +6813,7 @@ yt_abs_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:506; backward from derivatives.yaml:224 */
+ * from ops.yaml:514; backward from derivatives.yaml:226 */
 yt_tensor *
 yt_sign(yt_tensor *self)
 {
@@ -6843,7 +6843,7 @@ yt_sign(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:506; backward from derivatives.yaml:224 */
+ * from ops.yaml:514; backward from derivatives.yaml:226 */
 yt_status
 yt_sign_(yt_tensor *self)
 {
@@ -6881,7 +6881,7 @@ yt_sign_(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:506; backward from derivatives.yaml:224 */
+ * from ops.yaml:514; backward from derivatives.yaml:226 */
 yt_status
 yt_sign_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6923,7 +6923,7 @@ yt_sign_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:513; backward from derivatives.yaml:227 */
+ * from ops.yaml:521; backward from derivatives.yaml:229 */
 yt_tensor *
 yt_square(yt_tensor *self)
 {
@@ -6960,7 +6960,7 @@ yt_square(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:513; backward from derivatives.yaml:227 */
+ * from ops.yaml:521; backward from derivatives.yaml:229 */
 yt_status
 yt_square_(yt_tensor *self)
 {
@@ -7013,7 +7013,7 @@ yt_square_(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:513; backward from derivatives.yaml:227 */
+ * from ops.yaml:521; backward from derivatives.yaml:229 */
 yt_status
 yt_square_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7063,7 +7063,7 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:522; backward from derivatives.yaml:230 */
+ * from ops.yaml:530; backward from derivatives.yaml:232 */
 yt_tensor *
 yt_reciprocal(yt_tensor *self)
 {
@@ -7100,7 +7100,7 @@ yt_reciprocal(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:522; backward from derivatives.yaml:230 */
+ * from ops.yaml:530; backward from derivatives.yaml:232 */
 yt_status
 yt_reciprocal_(yt_tensor *self)
 {
@@ -7146,7 +7146,7 @@ yt_reciprocal_(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:522; backward from derivatives.yaml:230 */
+ * from ops.yaml:530; backward from derivatives.yaml:232 */
 yt_status
 yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7196,7 +7196,7 @@ yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:531; backward from derivatives.yaml:233 */
+ * from ops.yaml:539; backward from derivatives.yaml:235 */
 yt_tensor *
 yt_rsqrt(yt_tensor *self)
 {
@@ -7233,7 +7233,7 @@ yt_rsqrt(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:531; backward from derivatives.yaml:233 */
+ * from ops.yaml:539; backward from derivatives.yaml:235 */
 yt_status
 yt_rsqrt_(yt_tensor *self)
 {
@@ -7278,7 +7278,7 @@ yt_rsqrt_(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:531; backward from derivatives.yaml:233 */
+ * from ops.yaml:539; backward from derivatives.yaml:235 */
 yt_status
 yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7327,7 +7327,7 @@ yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:540; backward from derivatives.yaml:236 */
+ * from ops.yaml:548; backward from derivatives.yaml:238 */
 yt_tensor *
 yt_expm1(yt_tensor *self)
 {
@@ -7364,7 +7364,7 @@ yt_expm1(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:540; backward from derivatives.yaml:236 */
+ * from ops.yaml:548; backward from derivatives.yaml:238 */
 yt_status
 yt_expm1_(yt_tensor *self)
 {
@@ -7409,7 +7409,7 @@ yt_expm1_(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:540; backward from derivatives.yaml:236 */
+ * from ops.yaml:548; backward from derivatives.yaml:238 */
 yt_status
 yt_expm1_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7458,7 +7458,7 @@ yt_expm1_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:548; backward from derivatives.yaml:239 */
+ * from ops.yaml:556; backward from derivatives.yaml:241 */
 yt_tensor *
 yt_log1p(yt_tensor *self)
 {
@@ -7495,7 +7495,7 @@ yt_log1p(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:548; backward from derivatives.yaml:239 */
+ * from ops.yaml:556; backward from derivatives.yaml:241 */
 yt_status
 yt_log1p_(yt_tensor *self)
 {
@@ -7548,7 +7548,7 @@ yt_log1p_(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:548; backward from derivatives.yaml:239 */
+ * from ops.yaml:556; backward from derivatives.yaml:241 */
 yt_status
 yt_log1p_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7597,7 +7597,7 @@ yt_log1p_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:557; backward from derivatives.yaml:242 */
+ * from ops.yaml:565; backward from derivatives.yaml:244 */
 yt_tensor *
 yt_log2(yt_tensor *self)
 {
@@ -7634,7 +7634,7 @@ yt_log2(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:557; backward from derivatives.yaml:242 */
+ * from ops.yaml:565; backward from derivatives.yaml:244 */
 yt_status
 yt_log2_(yt_tensor *self)
 {
@@ -7687,7 +7687,7 @@ yt_log2_(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:557; backward from derivatives.yaml:242 */
+ * from ops.yaml:565; backward from derivatives.yaml:244 */
 yt_status
 yt_log2_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7736,7 +7736,7 @@ yt_log2_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:566; backward from derivatives.yaml:245 */
+ * from ops.yaml:574; backward from derivatives.yaml:247 */
 yt_tensor *
 yt_sin(yt_tensor *self)
 {
@@ -7773,7 +7773,7 @@ yt_sin(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:566; backward from derivatives.yaml:245 */
+ * from ops.yaml:574; backward from derivatives.yaml:247 */
 yt_status
 yt_sin_(yt_tensor *self)
 {
@@ -7826,7 +7826,7 @@ yt_sin_(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:566; backward from derivatives.yaml:245 */
+ * from ops.yaml:574; backward from derivatives.yaml:247 */
 yt_status
 yt_sin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7875,7 +7875,7 @@ yt_sin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:574; backward from derivatives.yaml:248 */
+ * from ops.yaml:582; backward from derivatives.yaml:250 */
 yt_tensor *
 yt_cos(yt_tensor *self)
 {
@@ -7912,7 +7912,7 @@ yt_cos(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:574; backward from derivatives.yaml:248 */
+ * from ops.yaml:582; backward from derivatives.yaml:250 */
 yt_status
 yt_cos_(yt_tensor *self)
 {
@@ -7965,7 +7965,7 @@ yt_cos_(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:574; backward from derivatives.yaml:248 */
+ * from ops.yaml:582; backward from derivatives.yaml:250 */
 yt_status
 yt_cos_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8014,7 +8014,7 @@ yt_cos_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:251 */
+ * from ops.yaml:590; backward from derivatives.yaml:253 */
 yt_tensor *
 yt_erf(yt_tensor *self)
 {
@@ -8051,7 +8051,7 @@ yt_erf(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:251 */
+ * from ops.yaml:590; backward from derivatives.yaml:253 */
 yt_status
 yt_erf_(yt_tensor *self)
 {
@@ -8104,7 +8104,7 @@ yt_erf_(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:251 */
+ * from ops.yaml:590; backward from derivatives.yaml:253 */
 yt_status
 yt_erf_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8153,7 +8153,7 @@ yt_erf_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:590; backward from derivatives.yaml:254 */
+ * from ops.yaml:598; backward from derivatives.yaml:256 */
 yt_tensor *
 yt_floor(yt_tensor *self)
 {
@@ -8188,7 +8188,7 @@ yt_floor(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:590; backward from derivatives.yaml:254 */
+ * from ops.yaml:598; backward from derivatives.yaml:256 */
 yt_status
 yt_floor_(yt_tensor *self)
 {
@@ -8231,7 +8231,7 @@ yt_floor_(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:590; backward from derivatives.yaml:254 */
+ * from ops.yaml:598; backward from derivatives.yaml:256 */
 yt_status
 yt_floor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8278,7 +8278,7 @@ yt_floor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:597; backward from derivatives.yaml:257 */
+ * from ops.yaml:605; backward from derivatives.yaml:259 */
 yt_tensor *
 yt_ceil(yt_tensor *self)
 {
@@ -8313,7 +8313,7 @@ yt_ceil(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:597; backward from derivatives.yaml:257 */
+ * from ops.yaml:605; backward from derivatives.yaml:259 */
 yt_status
 yt_ceil_(yt_tensor *self)
 {
@@ -8356,7 +8356,7 @@ yt_ceil_(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:597; backward from derivatives.yaml:257 */
+ * from ops.yaml:605; backward from derivatives.yaml:259 */
 yt_status
 yt_ceil_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8403,7 +8403,7 @@ yt_ceil_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:604; backward from derivatives.yaml:260 */
+ * from ops.yaml:612; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_round(yt_tensor *self)
 {
@@ -8438,7 +8438,7 @@ yt_round(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:604; backward from derivatives.yaml:260 */
+ * from ops.yaml:612; backward from derivatives.yaml:262 */
 yt_status
 yt_round_(yt_tensor *self)
 {
@@ -8481,7 +8481,7 @@ yt_round_(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:604; backward from derivatives.yaml:260 */
+ * from ops.yaml:612; backward from derivatives.yaml:262 */
 yt_status
 yt_round_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8528,7 +8528,7 @@ yt_round_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:611; backward from derivatives.yaml:263 */
+ * from ops.yaml:619; backward from derivatives.yaml:265 */
 yt_tensor *
 yt_trunc(yt_tensor *self)
 {
@@ -8563,7 +8563,7 @@ yt_trunc(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:611; backward from derivatives.yaml:263 */
+ * from ops.yaml:619; backward from derivatives.yaml:265 */
 yt_status
 yt_trunc_(yt_tensor *self)
 {
@@ -8606,7 +8606,7 @@ yt_trunc_(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:611; backward from derivatives.yaml:263 */
+ * from ops.yaml:619; backward from derivatives.yaml:265 */
 yt_status
 yt_trunc_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8653,7 +8653,7 @@ yt_trunc_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:618; backward from derivatives.yaml:266 */
+ * from ops.yaml:626; backward from derivatives.yaml:268 */
 yt_tensor *
 yt_leaky_relu(yt_tensor *self)
 {
@@ -8661,7 +8661,7 @@ yt_leaky_relu(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:618; backward from derivatives.yaml:266 */
+ * from ops.yaml:626; backward from derivatives.yaml:268 */
 yt_tensor *
 yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8697,7 +8697,7 @@ yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:618; backward from derivatives.yaml:266 */
+ * from ops.yaml:626; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_(yt_tensor *self)
 {
@@ -8705,7 +8705,7 @@ yt_leaky_relu_(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:618; backward from derivatives.yaml:266 */
+ * from ops.yaml:626; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8759,7 +8759,7 @@ yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:618; backward from derivatives.yaml:266 */
+ * from ops.yaml:626; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8767,7 +8767,7 @@ yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:618; backward from derivatives.yaml:266 */
+ * from ops.yaml:626; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8818,7 +8818,7 @@ yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:637; backward from derivatives.yaml:273 */
+ * from ops.yaml:645; backward from derivatives.yaml:275 */
 yt_tensor *
 yt_elu(yt_tensor *self)
 {
@@ -8826,7 +8826,7 @@ yt_elu(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:637; backward from derivatives.yaml:273 */
+ * from ops.yaml:645; backward from derivatives.yaml:275 */
 yt_tensor *
 yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -8867,7 +8867,7 @@ yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sca
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:637; backward from derivatives.yaml:273 */
+ * from ops.yaml:645; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_(yt_tensor *self)
 {
@@ -8875,7 +8875,7 @@ yt_elu_(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:637; backward from derivatives.yaml:273 */
+ * from ops.yaml:645; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -8934,7 +8934,7 @@ yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sc
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:637; backward from derivatives.yaml:273 */
+ * from ops.yaml:645; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8942,7 +8942,7 @@ yt_elu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:637; backward from derivatives.yaml:273 */
+ * from ops.yaml:645; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
               yt_scalar input_scale)
@@ -8999,7 +8999,7 @@ yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:656; backward from derivatives.yaml:280 */
+ * from ops.yaml:664; backward from derivatives.yaml:282 */
 yt_tensor *
 yt_silu(yt_tensor *self)
 {
@@ -9032,7 +9032,7 @@ yt_silu(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:656; backward from derivatives.yaml:280 */
+ * from ops.yaml:664; backward from derivatives.yaml:282 */
 yt_status
 yt_silu_(yt_tensor *self)
 {
@@ -9081,7 +9081,7 @@ yt_silu_(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:656; backward from derivatives.yaml:280 */
+ * from ops.yaml:664; backward from derivatives.yaml:282 */
 yt_status
 yt_silu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9127,7 +9127,7 @@ yt_silu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* isnan(Tensor self) -> Tensor
- * from ops.yaml:663 */
+ * from ops.yaml:671 */
 yt_tensor *
 yt_isnan(yt_tensor *self)
 {
@@ -9158,7 +9158,7 @@ yt_isnan(yt_tensor *self)
 }
 
 /* isfinite(Tensor self) -> Tensor
- * from ops.yaml:672 */
+ * from ops.yaml:680 */
 yt_tensor *
 yt_isfinite(yt_tensor *self)
 {
@@ -9189,7 +9189,7 @@ yt_isfinite(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:681; backward from derivatives.yaml:366 */
+ * from ops.yaml:689; backward from derivatives.yaml:368 */
 yt_tensor *
 yt_gelu(yt_tensor *self)
 {
@@ -9197,7 +9197,7 @@ yt_gelu(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:681; backward from derivatives.yaml:366 */
+ * from ops.yaml:689; backward from derivatives.yaml:368 */
 yt_tensor *
 yt_gelu_ex(yt_tensor *self, const char *approximate)
 {
@@ -9239,7 +9239,7 @@ yt_gelu_ex(yt_tensor *self, const char *approximate)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:681; backward from derivatives.yaml:366 */
+ * from ops.yaml:689; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_(yt_tensor *self)
 {
@@ -9247,7 +9247,7 @@ yt_gelu_(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:681; backward from derivatives.yaml:366 */
+ * from ops.yaml:689; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_ex_(yt_tensor *self, const char *approximate)
 {
@@ -9306,7 +9306,7 @@ yt_gelu_ex_(yt_tensor *self, const char *approximate)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:681; backward from derivatives.yaml:366 */
+ * from ops.yaml:689; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9314,7 +9314,7 @@ yt_gelu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:681; backward from derivatives.yaml:366 */
+ * from ops.yaml:689; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
 {
@@ -9370,7 +9370,7 @@ yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:719; backward from derivatives.yaml:373 */
+ * from ops.yaml:727; backward from derivatives.yaml:375 */
 yt_tensor *
 yt_nan_to_num(yt_tensor *self)
 {
@@ -9378,7 +9378,7 @@ yt_nan_to_num(yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:719; backward from derivatives.yaml:373 */
+ * from ops.yaml:727; backward from derivatives.yaml:375 */
 yt_tensor *
 yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
 {
@@ -9408,7 +9408,7 @@ yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:719; backward from derivatives.yaml:373 */
+ * from ops.yaml:727; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_(yt_tensor *self)
 {
@@ -9416,7 +9416,7 @@ yt_nan_to_num_(yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:719; backward from derivatives.yaml:373 */
+ * from ops.yaml:727; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
 {
@@ -9462,7 +9462,7 @@ yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, cons
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:719; backward from derivatives.yaml:373 */
+ * from ops.yaml:727; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9470,7 +9470,7 @@ yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:719; backward from derivatives.yaml:373 */
+ * from ops.yaml:727; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const double *posinf,
                      const double *neginf)
@@ -9514,7 +9514,7 @@ yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const d
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:734 */
+ * from ops.yaml:742 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -9557,7 +9557,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:734 */
+ * from ops.yaml:742 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9620,7 +9620,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:744 */
+ * from ops.yaml:752 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9654,7 +9654,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:744 */
+ * from ops.yaml:752 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9707,7 +9707,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:753 */
+ * from ops.yaml:761 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -9750,7 +9750,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:753 */
+ * from ops.yaml:761 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9813,7 +9813,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:763 */
+ * from ops.yaml:771 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9847,7 +9847,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:763 */
+ * from ops.yaml:771 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9900,7 +9900,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:772 */
+ * from ops.yaml:780 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -9943,7 +9943,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:772 */
+ * from ops.yaml:780 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10006,7 +10006,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:782 */
+ * from ops.yaml:790 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10040,7 +10040,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:782 */
+ * from ops.yaml:790 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10093,7 +10093,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:791; backward from derivatives.yaml:98 */
+ * from ops.yaml:799; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -10152,7 +10152,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:791; backward from derivatives.yaml:98 */
+ * from ops.yaml:799; backward from derivatives.yaml:98 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -10223,7 +10223,7 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:804 */
+ * from ops.yaml:812 */
 yt_tensor *
 yt_ne(yt_tensor *self, yt_tensor *other)
 {
@@ -10266,7 +10266,7 @@ yt_ne(yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:804 */
+ * from ops.yaml:812 */
 yt_status
 yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10329,7 +10329,7 @@ yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:814 */
+ * from ops.yaml:822 */
 yt_tensor *
 yt_ne_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10363,7 +10363,7 @@ yt_ne_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:814 */
+ * from ops.yaml:822 */
 yt_status
 yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10416,7 +10416,7 @@ yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:823 */
+ * from ops.yaml:831 */
 yt_tensor *
 yt_le(yt_tensor *self, yt_tensor *other)
 {
@@ -10459,7 +10459,7 @@ yt_le(yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:823 */
+ * from ops.yaml:831 */
 yt_status
 yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10522,7 +10522,7 @@ yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:833 */
+ * from ops.yaml:841 */
 yt_tensor *
 yt_le_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10556,7 +10556,7 @@ yt_le_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:833 */
+ * from ops.yaml:841 */
 yt_status
 yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10609,7 +10609,7 @@ yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:842 */
+ * from ops.yaml:850 */
 yt_tensor *
 yt_ge(yt_tensor *self, yt_tensor *other)
 {
@@ -10652,7 +10652,7 @@ yt_ge(yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:842 */
+ * from ops.yaml:850 */
 yt_status
 yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10715,7 +10715,7 @@ yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:852 */
+ * from ops.yaml:860 */
 yt_tensor *
 yt_ge_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10749,7 +10749,7 @@ yt_ge_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:852 */
+ * from ops.yaml:860 */
 yt_status
 yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10802,7 +10802,7 @@ yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:861 */
+ * from ops.yaml:869 */
 yt_tensor *
 yt_logical_and(yt_tensor *self, yt_tensor *other)
 {
@@ -10847,7 +10847,7 @@ yt_logical_and(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:861 */
+ * from ops.yaml:869 */
 yt_status
 yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10911,7 +10911,7 @@ yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:871 */
+ * from ops.yaml:879 */
 yt_tensor *
 yt_logical_or(yt_tensor *self, yt_tensor *other)
 {
@@ -10956,7 +10956,7 @@ yt_logical_or(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:871 */
+ * from ops.yaml:879 */
 yt_status
 yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -11020,7 +11020,7 @@ yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:881 */
+ * from ops.yaml:889 */
 yt_tensor *
 yt_logical_xor(yt_tensor *self, yt_tensor *other)
 {
@@ -11065,7 +11065,7 @@ yt_logical_xor(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:881 */
+ * from ops.yaml:889 */
 yt_status
 yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -11129,7 +11129,7 @@ yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:891 */
+ * from ops.yaml:899 */
 yt_tensor *
 yt_logical_not(yt_tensor *self)
 {
@@ -11160,7 +11160,7 @@ yt_logical_not(yt_tensor *self)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:891 */
+ * from ops.yaml:899 */
 yt_status
 yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 {
@@ -11209,7 +11209,7 @@ yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:900; backward from derivatives.yaml:319 */
+ * from ops.yaml:908; backward from derivatives.yaml:321 */
 yt_tensor *
 yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -11254,7 +11254,7 @@ yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:900; backward from derivatives.yaml:319 */
+ * from ops.yaml:908; backward from derivatives.yaml:321 */
 yt_status
 yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -11309,7 +11309,7 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:913; backward from derivatives.yaml:322 */
+ * from ops.yaml:921; backward from derivatives.yaml:324 */
 yt_tensor *
 yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {
@@ -11362,7 +11362,7 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:913; backward from derivatives.yaml:322 */
+ * from ops.yaml:921; backward from derivatives.yaml:324 */
 yt_status
 yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {

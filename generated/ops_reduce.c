@@ -12,7 +12,7 @@
 #endif
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:931; backward from derivatives.yaml:102 */
+ * from ops.yaml:939; backward from derivatives.yaml:102 */
 yt_tensor *
 yt_sum(yt_tensor *self)
 {
@@ -20,7 +20,7 @@ yt_sum(yt_tensor *self)
 }
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:931; backward from derivatives.yaml:102 */
+ * from ops.yaml:939; backward from derivatives.yaml:102 */
 yt_tensor *
 yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -51,7 +51,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:945; backward from derivatives.yaml:105 */
+ * from ops.yaml:953; backward from derivatives.yaml:105 */
 yt_tensor *
 yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -59,7 +59,7 @@ yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:945; backward from derivatives.yaml:105 */
+ * from ops.yaml:953; backward from derivatives.yaml:105 */
 yt_tensor *
 yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -101,7 +101,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:945; backward from derivatives.yaml:105 */
+ * from ops.yaml:953; backward from derivatives.yaml:105 */
 yt_status
 yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -109,7 +109,7 @@ yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:945; backward from derivatives.yaml:105 */
+ * from ops.yaml:953; backward from derivatives.yaml:105 */
 yt_status
 yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                   yt_dtype dtype)
@@ -166,7 +166,7 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:960; backward from derivatives.yaml:108 */
+ * from ops.yaml:968; backward from derivatives.yaml:108 */
 yt_tensor *
 yt_mean(yt_tensor *self)
 {
@@ -174,7 +174,7 @@ yt_mean(yt_tensor *self)
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:960; backward from derivatives.yaml:108 */
+ * from ops.yaml:968; backward from derivatives.yaml:108 */
 yt_tensor *
 yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -182,10 +182,10 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
         return yt__null_arg("mean", "self"); /* keeps an earlier error */
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "mean: dtype=%d is not a valid dtype", (int)dtype);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "mean: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    if (!(yt_dtype_is_floating(result_dtype)))
+        return yt__fail(YT_ERR_VALUE, "mean: expected a floating dtype, got %s",
+                        yt_dtype_name(result_dtype));
     yt_shape result_shape;
     result_shape.dim = 0;
     yt_device result_device = self->device;
@@ -208,7 +208,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:973; backward from derivatives.yaml:111 */
+ * from ops.yaml:986; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -216,7 +216,7 @@ yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:973; backward from derivatives.yaml:111 */
+ * from ops.yaml:986; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -228,9 +228,6 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
                         YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "mean: dtype=%d is not a valid dtype", (int)dtype);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "mean: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
     int64_t dim_wrapped[YT_MAX_DIM];
     for (int i = 0; i < dim_len; i++)
         dim_wrapped[i] = dim[i];
@@ -238,6 +235,9 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
         return NULL;
     dim = dim_wrapped;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    if (!(yt_dtype_is_floating(result_dtype)))
+        return yt__fail(YT_ERR_VALUE, "mean: expected a floating dtype, got %s",
+                        yt_dtype_name(result_dtype));
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "mean", self, dim, dim_len, keepdim) != YT_OK)
         return NULL;
@@ -262,7 +262,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:973; backward from derivatives.yaml:111 */
+ * from ops.yaml:986; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -270,7 +270,7 @@ yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:973; backward from derivatives.yaml:111 */
+ * from ops.yaml:986; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                    yt_dtype dtype)
@@ -285,10 +285,6 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
                                dim_len, YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail_status(YT_ERR_VALUE, "mean_out: dtype=%d is not a valid dtype", (int)dtype);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "mean_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "mean_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -299,6 +295,9 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
         return yt_errcode();
     dim = dim_wrapped;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    if (!(yt_dtype_is_floating(result_dtype)))
+        return yt__fail_status(YT_ERR_VALUE, "mean_out: expected a floating dtype, got %s",
+                               yt_dtype_name(result_dtype));
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "mean_out", self, dim, dim_len, keepdim) != YT_OK)
         return yt_errcode();
@@ -331,7 +330,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:114 */
+ * from ops.yaml:1004; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax(yt_tensor *self)
 {
@@ -339,7 +338,7 @@ yt_amax(yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:114 */
+ * from ops.yaml:1004; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -380,7 +379,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:114 */
+ * from ops.yaml:1004; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -388,7 +387,7 @@ yt_amax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:114 */
+ * from ops.yaml:1004; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -442,7 +441,7 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:999; backward from derivatives.yaml:380 */
+ * from ops.yaml:1017; backward from derivatives.yaml:382 */
 yt_tensor *
 yt_amin(yt_tensor *self)
 {
@@ -450,7 +449,7 @@ yt_amin(yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:999; backward from derivatives.yaml:380 */
+ * from ops.yaml:1017; backward from derivatives.yaml:382 */
 yt_tensor *
 yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -491,7 +490,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:999; backward from derivatives.yaml:380 */
+ * from ops.yaml:1017; backward from derivatives.yaml:382 */
 yt_status
 yt_amin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -499,7 +498,7 @@ yt_amin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:999; backward from derivatives.yaml:380 */
+ * from ops.yaml:1017; backward from derivatives.yaml:382 */
 yt_status
 yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -553,7 +552,7 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* max(Tensor self) -> Tensor
- * from ops.yaml:1014; backward from derivatives.yaml:383 */
+ * from ops.yaml:1032; backward from derivatives.yaml:385 */
 yt_tensor *
 yt_max(yt_tensor *self)
 {
@@ -583,7 +582,7 @@ yt_max(yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * from ops.yaml:1026; backward from derivatives.yaml:386 */
+ * from ops.yaml:1044; backward from derivatives.yaml:388 */
 yt_tensor *
 yt_min(yt_tensor *self)
 {
@@ -613,7 +612,7 @@ yt_min(yt_tensor *self)
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1038; backward from derivatives.yaml:389 */
+ * from ops.yaml:1056; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -621,7 +620,7 @@ yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1038; backward from derivatives.yaml:389 */
+ * from ops.yaml:1056; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -666,7 +665,7 @@ yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1038; backward from derivatives.yaml:389 */
+ * from ops.yaml:1056; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -674,7 +673,7 @@ yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1038; backward from derivatives.yaml:389 */
+ * from ops.yaml:1056; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -744,7 +743,7 @@ yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1054; backward from derivatives.yaml:393 */
+ * from ops.yaml:1072; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -752,7 +751,7 @@ yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1054; backward from derivatives.yaml:393 */
+ * from ops.yaml:1072; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -797,7 +796,7 @@ yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1054; backward from derivatives.yaml:393 */
+ * from ops.yaml:1072; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -805,7 +804,7 @@ yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1054; backward from derivatives.yaml:393 */
+ * from ops.yaml:1072; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -875,7 +874,7 @@ yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1069 */
+ * from ops.yaml:1087 */
 yt_tensor *
 yt_argmax(yt_tensor *self)
 {
@@ -883,7 +882,7 @@ yt_argmax(yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1069 */
+ * from ops.yaml:1087 */
 yt_tensor *
 yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -913,7 +912,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1069 */
+ * from ops.yaml:1087 */
 yt_status
 yt_argmax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -921,7 +920,7 @@ yt_argmax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1069 */
+ * from ops.yaml:1087 */
 yt_status
 yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -970,7 +969,7 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1084 */
+ * from ops.yaml:1102 */
 yt_tensor *
 yt_argmin(yt_tensor *self)
 {
@@ -978,7 +977,7 @@ yt_argmin(yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1084 */
+ * from ops.yaml:1102 */
 yt_tensor *
 yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1008,7 +1007,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1084 */
+ * from ops.yaml:1102 */
 yt_status
 yt_argmin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -1016,7 +1015,7 @@ yt_argmin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1084 */
+ * from ops.yaml:1102 */
 yt_status
 yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1065,7 +1064,7 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1098; backward from derivatives.yaml:403 */
+ * from ops.yaml:1116; backward from derivatives.yaml:405 */
 yt_tensor *
 yt_prod(yt_tensor *self)
 {
@@ -1073,7 +1072,7 @@ yt_prod(yt_tensor *self)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1098; backward from derivatives.yaml:403 */
+ * from ops.yaml:1116; backward from derivatives.yaml:405 */
 yt_tensor *
 yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -1104,7 +1103,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1112; backward from derivatives.yaml:406 */
+ * from ops.yaml:1130; backward from derivatives.yaml:408 */
 yt_tensor *
 yt_prod_dim_int(yt_tensor *self, int64_t dim)
 {
@@ -1112,7 +1111,7 @@ yt_prod_dim_int(yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1112; backward from derivatives.yaml:406 */
+ * from ops.yaml:1130; backward from derivatives.yaml:408 */
 yt_tensor *
 yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1146,7 +1145,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1112; backward from derivatives.yaml:406 */
+ * from ops.yaml:1130; backward from derivatives.yaml:408 */
 yt_status
 yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1154,7 +1153,7 @@ yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1112; backward from derivatives.yaml:406 */
+ * from ops.yaml:1130; backward from derivatives.yaml:408 */
 yt_status
 yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1201,7 +1200,7 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
 }
 
 /* all(Tensor self) -> Tensor
- * from ops.yaml:1127 */
+ * from ops.yaml:1145 */
 yt_tensor *
 yt_all(yt_tensor *self)
 {
@@ -1225,7 +1224,7 @@ yt_all(yt_tensor *self)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1139 */
+ * from ops.yaml:1157 */
 yt_tensor *
 yt_all_dim(yt_tensor *self, int64_t dim)
 {
@@ -1233,7 +1232,7 @@ yt_all_dim(yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1139 */
+ * from ops.yaml:1157 */
 yt_tensor *
 yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1260,7 +1259,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1139 */
+ * from ops.yaml:1157 */
 yt_status
 yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1268,7 +1267,7 @@ yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1139 */
+ * from ops.yaml:1157 */
 yt_status
 yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1313,7 +1312,7 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any(Tensor self) -> Tensor
- * from ops.yaml:1153 */
+ * from ops.yaml:1171 */
 yt_tensor *
 yt_any(yt_tensor *self)
 {
@@ -1337,7 +1336,7 @@ yt_any(yt_tensor *self)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1165 */
+ * from ops.yaml:1183 */
 yt_tensor *
 yt_any_dim(yt_tensor *self, int64_t dim)
 {
@@ -1345,7 +1344,7 @@ yt_any_dim(yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1165 */
+ * from ops.yaml:1183 */
 yt_tensor *
 yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1372,7 +1371,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1165 */
+ * from ops.yaml:1183 */
 yt_status
 yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1380,7 +1379,7 @@ yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1165 */
+ * from ops.yaml:1183 */
 yt_status
 yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1425,7 +1424,7 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1179; backward from derivatives.yaml:421 */
+ * from ops.yaml:1197; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_cumsum(yt_tensor *self, int64_t dim)
 {
@@ -1433,7 +1432,7 @@ yt_cumsum(yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1179; backward from derivatives.yaml:421 */
+ * from ops.yaml:1197; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1466,7 +1465,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1179; backward from derivatives.yaml:421 */
+ * from ops.yaml:1197; backward from derivatives.yaml:423 */
 yt_status
 yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1474,7 +1473,7 @@ yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1179; backward from derivatives.yaml:421 */
+ * from ops.yaml:1197; backward from derivatives.yaml:423 */
 yt_status
 yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1522,7 +1521,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1194; backward from derivatives.yaml:427 */
+ * from ops.yaml:1212; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -1530,7 +1529,7 @@ yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1194; backward from derivatives.yaml:427 */
+ * from ops.yaml:1212; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -1540,9 +1539,6 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
         return yt__fail(YT_ERR_VALUE,
                         "logsumexp: dim has %d entries (expected 0..%d, non-NULL when > 0)",
                         dim_len, YT_MAX_DIM);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "logsumexp: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
     int64_t dim_wrapped[YT_MAX_DIM];
     for (int i = 0; i < dim_len; i++)
         dim_wrapped[i] = dim[i];
@@ -1550,6 +1546,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
         return NULL;
     dim = dim_wrapped;
     yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "logsumexp", self, dim, dim_len, keepdim) != YT_OK)
@@ -1574,7 +1571,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1208; backward from derivatives.yaml:430 */
+ * from ops.yaml:1229; backward from derivatives.yaml:432 */
 yt_tensor *
 yt_var(yt_tensor *self)
 {
@@ -1582,7 +1579,7 @@ yt_var(yt_tensor *self)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1208; backward from derivatives.yaml:430 */
+ * from ops.yaml:1229; backward from derivatives.yaml:432 */
 yt_tensor *
 yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1626,7 +1623,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1223; backward from derivatives.yaml:433 */
+ * from ops.yaml:1244; backward from derivatives.yaml:435 */
 yt_tensor *
 yt_std(yt_tensor *self)
 {
@@ -1634,7 +1631,7 @@ yt_std(yt_tensor *self)
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1223; backward from derivatives.yaml:433 */
+ * from ops.yaml:1244; backward from derivatives.yaml:435 */
 yt_tensor *
 yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1678,7 +1675,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1237; backward from derivatives.yaml:424 */
+ * from ops.yaml:1258; backward from derivatives.yaml:426 */
 yt_tensor *
 yt_linalg_vector_norm(yt_tensor *self)
 {
@@ -1686,7 +1683,7 @@ yt_linalg_vector_norm(yt_tensor *self)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1237; backward from derivatives.yaml:424 */
+ * from ops.yaml:1258; backward from derivatives.yaml:426 */
 yt_tensor *
 yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
                          bool keepdim, yt_dtype dtype)
@@ -1743,7 +1740,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2870; backward from derivatives.yaml:623 */
+ * from ops.yaml:2891; backward from derivatives.yaml:625 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1751,7 +1748,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2870; backward from derivatives.yaml:623 */
+ * from ops.yaml:2891; backward from derivatives.yaml:625 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1759,9 +1756,6 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
         return yt__null_arg("softmax", "self"); /* keeps an earlier error */
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "softmax: dtype=%d is not a valid dtype", (int)dtype);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "softmax: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
     if (yt__wrap_dim(&dim, self->dim, "softmax", "dim") != YT_OK)
         return NULL;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
@@ -1790,7 +1784,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2888; backward from derivatives.yaml:626 */
+ * from ops.yaml:2911; backward from derivatives.yaml:628 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1798,7 +1792,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2888; backward from derivatives.yaml:626 */
+ * from ops.yaml:2911; backward from derivatives.yaml:628 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1806,10 +1800,6 @@ yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
         return yt__null_arg("log_softmax", "self"); /* keeps an earlier error */
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "log_softmax: dtype=%d is not a valid dtype", (int)dtype);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "log_softmax: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
     if (yt__wrap_dim(&dim, self->dim, "log_softmax", "dim") != YT_OK)
         return NULL;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);

@@ -329,1127 +329,1127 @@ def case_53(self, exponent):
 
 
 def case_54(exponent):
-    """pow.Scalar (ops.yaml:125 sample 0)"""
+    """pow.Scalar (ops.yaml:126 sample 0)"""
     self = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_55(exponent):
-    """pow.Scalar (ops.yaml:125 sample 1)"""
+    """pow.Scalar (ops.yaml:126 sample 1)"""
     self = 2
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_56(exponent):
-    """pow.Scalar (ops.yaml:125 sample 2)"""
+    """pow.Scalar (ops.yaml:126 sample 2)"""
     self = 2.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_57(exponent):
-    """pow.Scalar (ops.yaml:125 sample 3)"""
+    """pow.Scalar (ops.yaml:126 sample 3)"""
     self = 0.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_58(exponent):
-    """pow.Scalar (ops.yaml:125 sample 4)"""
+    """pow.Scalar (ops.yaml:126 sample 4)"""
     self = 3.0
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_59(self, other):
-    """maximum (ops.yaml:132 sample 0)"""
-    return torch.ops.aten.maximum(self, other)
+def case_59(exponent):
+    """pow.Scalar (ops.yaml:126 sample 5)"""
+    self = 0.0
+    return torch.ops.aten.pow(self, exponent)
 
 
 def case_60(self, other):
-    """maximum (ops.yaml:132 sample 1)"""
+    """maximum (ops.yaml:134 sample 0)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_61(self, other):
-    """maximum (ops.yaml:132 sample 2)"""
+    """maximum (ops.yaml:134 sample 1)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_62(self, other):
-    """maximum (ops.yaml:132 sample 3)"""
+    """maximum (ops.yaml:134 sample 2)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_63(self, other):
-    """maximum (ops.yaml:132 sample 4)"""
+    """maximum (ops.yaml:134 sample 3)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_64(self, other):
-    """minimum (ops.yaml:141 sample 0)"""
-    return torch.ops.aten.minimum(self, other)
+    """maximum (ops.yaml:134 sample 4)"""
+    return torch.ops.aten.maximum(self, other)
 
 
 def case_65(self, other):
-    """minimum (ops.yaml:141 sample 1)"""
+    """minimum (ops.yaml:143 sample 0)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_66(self, other):
-    """minimum (ops.yaml:141 sample 2)"""
+    """minimum (ops.yaml:143 sample 1)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_67(self, other):
-    """minimum (ops.yaml:141 sample 3)"""
+    """minimum (ops.yaml:143 sample 2)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_68(self, other):
-    """minimum (ops.yaml:141 sample 4)"""
+    """minimum (ops.yaml:143 sample 3)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_69(self):
-    """clamp_min (ops.yaml:150 sample 0)"""
-    min = 1.5
-    return torch.ops.aten.clamp_min(self, min)
+def case_69(self, other):
+    """minimum (ops.yaml:143 sample 4)"""
+    return torch.ops.aten.minimum(self, other)
 
 
 def case_70(self):
-    """clamp_min (ops.yaml:150 sample 1)"""
+    """clamp_min (ops.yaml:152 sample 0)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_71(self):
-    """clamp_min (ops.yaml:150 sample 2)"""
+    """clamp_min (ops.yaml:152 sample 1)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_72(self):
-    """clamp_min (ops.yaml:150 sample 3)"""
+    """clamp_min (ops.yaml:152 sample 2)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_73(self):
-    """clamp_max (ops.yaml:158 sample 0)"""
-    max = 1.5
-    return torch.ops.aten.clamp_max(self, max)
+    """clamp_min (ops.yaml:152 sample 3)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_74(self):
-    """clamp_max (ops.yaml:158 sample 1)"""
+    """clamp_max (ops.yaml:160 sample 0)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_75(self):
-    """clamp_max (ops.yaml:158 sample 2)"""
+    """clamp_max (ops.yaml:160 sample 1)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_76(self):
-    """clamp_max (ops.yaml:158 sample 3)"""
+    """clamp_max (ops.yaml:160 sample 2)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_77(self, min):
-    """clamp_min.Tensor (ops.yaml:166 sample 0)"""
-    return torch.ops.aten.clamp_min(self, min)
+def case_77(self):
+    """clamp_max (ops.yaml:160 sample 3)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_78(self, min):
-    """clamp_min.Tensor (ops.yaml:166 sample 1)"""
+    """clamp_min.Tensor (ops.yaml:168 sample 0)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_79(self, min):
-    """clamp_min.Tensor (ops.yaml:166 sample 2)"""
+    """clamp_min.Tensor (ops.yaml:168 sample 1)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_80(self, min):
-    """clamp_min.Tensor (ops.yaml:166 sample 3)"""
+    """clamp_min.Tensor (ops.yaml:168 sample 2)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_81(self, min):
-    """clamp_min.Tensor (ops.yaml:166 sample 4)"""
+    """clamp_min.Tensor (ops.yaml:168 sample 3)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_82(self, max):
-    """clamp_max.Tensor (ops.yaml:175 sample 0)"""
-    return torch.ops.aten.clamp_max(self, max)
+def case_82(self, min):
+    """clamp_min.Tensor (ops.yaml:168 sample 4)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_83(self, max):
-    """clamp_max.Tensor (ops.yaml:175 sample 1)"""
+    """clamp_max.Tensor (ops.yaml:177 sample 0)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_84(self, max):
-    """clamp_max.Tensor (ops.yaml:175 sample 2)"""
+    """clamp_max.Tensor (ops.yaml:177 sample 1)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_85(self, max):
-    """clamp_max.Tensor (ops.yaml:175 sample 3)"""
+    """clamp_max.Tensor (ops.yaml:177 sample 2)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_86(self, max):
-    """clamp_max.Tensor (ops.yaml:175 sample 4)"""
+    """clamp_max.Tensor (ops.yaml:177 sample 3)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_87(self, other):
-    """remainder.Tensor (ops.yaml:184 sample 0)"""
-    return torch.ops.aten.remainder(self, other)
+def case_87(self, max):
+    """clamp_max.Tensor (ops.yaml:177 sample 4)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_88(self, other):
-    """remainder.Tensor (ops.yaml:184 sample 1)"""
+    """remainder.Tensor (ops.yaml:186 sample 0)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_89(self, other):
-    """remainder.Tensor (ops.yaml:184 sample 2)"""
+    """remainder.Tensor (ops.yaml:186 sample 1)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_90(self, other):
-    """remainder.Tensor (ops.yaml:184 sample 3)"""
+    """remainder.Tensor (ops.yaml:186 sample 2)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_91(self, other):
-    """remainder.Tensor (ops.yaml:184 sample 4)"""
+    """remainder.Tensor (ops.yaml:186 sample 3)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_92(self):
-    """remainder.Scalar (ops.yaml:194 sample 0)"""
-    other = 1.5
+def case_92(self, other):
+    """remainder.Tensor (ops.yaml:186 sample 4)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_93(self):
-    """remainder.Scalar (ops.yaml:194 sample 1)"""
+    """remainder.Scalar (ops.yaml:196 sample 0)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
 def case_94(self):
-    """remainder.Scalar (ops.yaml:194 sample 2)"""
+    """remainder.Scalar (ops.yaml:196 sample 1)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
 def case_95(self):
-    """remainder.Scalar (ops.yaml:194 sample 3)"""
+    """remainder.Scalar (ops.yaml:196 sample 2)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_96(self, other):
-    """floor_divide (ops.yaml:202 sample 0)"""
-    return torch.ops.aten.floor_divide(self, other)
+def case_96(self):
+    """remainder.Scalar (ops.yaml:196 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_97(self, other):
-    """floor_divide (ops.yaml:202 sample 1)"""
+    """floor_divide (ops.yaml:204 sample 0)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_98(self, other):
-    """floor_divide (ops.yaml:202 sample 2)"""
+    """floor_divide (ops.yaml:204 sample 1)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_99(self, other):
-    """floor_divide (ops.yaml:202 sample 3)"""
+    """floor_divide (ops.yaml:204 sample 2)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_100(self, other):
-    """floor_divide (ops.yaml:202 sample 4)"""
+    """floor_divide (ops.yaml:204 sample 3)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_101(self, end):
-    """lerp.Scalar (ops.yaml:212 sample 0)"""
-    weight = 1.5
-    return torch.ops.aten.lerp(self, end, weight)
+def case_101(self, other):
+    """floor_divide (ops.yaml:204 sample 4)"""
+    return torch.ops.aten.floor_divide(self, other)
 
 
 def case_102(self, end):
-    """lerp.Scalar (ops.yaml:212 sample 1)"""
+    """lerp.Scalar (ops.yaml:214 sample 0)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_103(self, end):
-    """lerp.Scalar (ops.yaml:212 sample 2)"""
+    """lerp.Scalar (ops.yaml:214 sample 1)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_104(self, end):
-    """lerp.Scalar (ops.yaml:212 sample 3)"""
+    """lerp.Scalar (ops.yaml:214 sample 2)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_105(self, end):
-    """lerp.Scalar (ops.yaml:212 sample 4)"""
+    """lerp.Scalar (ops.yaml:214 sample 3)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_106(self, end, weight):
-    """lerp.Tensor (ops.yaml:229 sample 0)"""
+def case_106(self, end):
+    """lerp.Scalar (ops.yaml:214 sample 4)"""
+    weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_107(self, end, weight):
-    """lerp.Tensor (ops.yaml:229 sample 1)"""
+    """lerp.Tensor (ops.yaml:231 sample 0)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_108(self, end, weight):
-    """lerp.Tensor (ops.yaml:229 sample 2)"""
+    """lerp.Tensor (ops.yaml:231 sample 1)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_109(self, end, weight):
-    """lerp.Tensor (ops.yaml:229 sample 3)"""
+    """lerp.Tensor (ops.yaml:231 sample 2)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_110(self, tensor1, tensor2):
-    """addcmul (ops.yaml:243 sample 0)"""
-    value = 1
-    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+def case_110(self, end, weight):
+    """lerp.Tensor (ops.yaml:231 sample 3)"""
+    return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_111(self, tensor1, tensor2):
-    """addcmul (ops.yaml:243 sample 1)"""
+    """addcmul (ops.yaml:245 sample 0)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_112(self, tensor1, tensor2):
-    """addcmul (ops.yaml:243 sample 2)"""
-    value = 0.5
+    """addcmul (ops.yaml:245 sample 1)"""
+    value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_113(self, tensor1, tensor2):
-    """addcmul (ops.yaml:243 sample 3)"""
-    value = 1
+    """addcmul (ops.yaml:245 sample 2)"""
+    value = 0.5
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_114(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:258 sample 0)"""
+    """addcmul (ops.yaml:245 sample 3)"""
     value = 1
-    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_115(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:258 sample 1)"""
+    """addcdiv (ops.yaml:260 sample 0)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
 def case_116(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:258 sample 2)"""
-    value = 0.5
-    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
-
-
-def case_117(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:258 sample 3)"""
+    """addcdiv (ops.yaml:260 sample 1)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_118(grad_output, output):
-    """pow_scalar_backward (ops.yaml:264 sample 0)"""
+def case_117(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:260 sample 2)"""
+    value = 0.5
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_118(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:260 sample 3)"""
+    value = 1
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_119(grad_output, exponent, output):
+    """pow_scalar_backward (ops.yaml:275 sample 0)"""
     self = 1.5
-    return grad_output * output * math.log(self)
+    return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_119(grad_output, output):
-    """pow_scalar_backward (ops.yaml:264 sample 1)"""
-    self = 1.5
-    return grad_output * output * math.log(self)
+def case_120(grad_output, exponent, output):
+    """pow_scalar_backward (ops.yaml:275 sample 1)"""
+    self = 0.5
+    return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_120(grad_output, output):
-    """pow_scalar_backward (ops.yaml:264 sample 2)"""
-    self = 1.5
-    return grad_output * output * math.log(self)
+def case_121(grad_output, exponent, output):
+    """pow_scalar_backward (ops.yaml:275 sample 2)"""
+    self = 2.5
+    return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_121(grad_output, output):
-    """pow_scalar_backward (ops.yaml:264 sample 3)"""
-    self = 1.5
-    return grad_output * output * math.log(self)
-
-
-def case_122(grad_output, output):
-    """pow_scalar_backward (ops.yaml:264 sample 4)"""
-    self = 1.5
-    return grad_output * output * math.log(self)
+def case_122(grad_output, exponent, output):
+    """pow_scalar_backward (ops.yaml:275 sample 3)"""
+    self = 0.0
+    return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
 def case_123(self, other):
-    """div.Tensor_mode (ops.yaml:285 sample 0)"""
+    """div.Tensor_mode (ops.yaml:293 sample 0)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_124(self, other):
-    """div.Tensor_mode (ops.yaml:285 sample 1)"""
+    """div.Tensor_mode (ops.yaml:293 sample 1)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_125(self, other):
-    """div.Tensor_mode (ops.yaml:285 sample 2)"""
+    """div.Tensor_mode (ops.yaml:293 sample 2)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_126(self, other):
-    """div.Tensor_mode (ops.yaml:285 sample 3)"""
+    """div.Tensor_mode (ops.yaml:293 sample 3)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_127(self, other):
-    """div.Tensor_mode (ops.yaml:285 sample 4)"""
+    """div.Tensor_mode (ops.yaml:293 sample 4)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_128(self, other):
-    """div.Tensor_mode (ops.yaml:285 sample 5)"""
+    """div.Tensor_mode (ops.yaml:293 sample 5)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_129(self, other):
-    """div.Tensor_mode (ops.yaml:285 sample 6)"""
+    """div.Tensor_mode (ops.yaml:293 sample 6)"""
     rounding_mode = None
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_130(self):
-    """div.Scalar_mode (ops.yaml:303 sample 0)"""
+    """div.Scalar_mode (ops.yaml:311 sample 0)"""
     other = 2
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_131(self):
-    """div.Scalar_mode (ops.yaml:303 sample 1)"""
+    """div.Scalar_mode (ops.yaml:311 sample 1)"""
     other = -2
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_132(self):
-    """div.Scalar_mode (ops.yaml:303 sample 2)"""
+    """div.Scalar_mode (ops.yaml:311 sample 2)"""
     other = 1.5
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_133(self):
-    """div.Scalar_mode (ops.yaml:303 sample 3)"""
+    """div.Scalar_mode (ops.yaml:311 sample 3)"""
     other = -0.75
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_134(self):
-    """div.Scalar_mode (ops.yaml:303 sample 4)"""
+    """div.Scalar_mode (ops.yaml:311 sample 4)"""
     other = 3
     rounding_mode = None
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_135(self):
-    """clamp (ops.yaml:320 sample 0)"""
+    """clamp (ops.yaml:328 sample 0)"""
     min = -0.5
     max = 0.5
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_136(self):
-    """clamp (ops.yaml:320 sample 1)"""
+    """clamp (ops.yaml:328 sample 1)"""
     min = -1.0
     max = None
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_137(self):
-    """clamp (ops.yaml:320 sample 2)"""
+    """clamp (ops.yaml:328 sample 2)"""
     min = None
     max = 1.0
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_138(self):
-    """clamp (ops.yaml:320 sample 3)"""
+    """clamp (ops.yaml:328 sample 3)"""
     min = 1
     max = 2
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_139(self):
-    """clamp (ops.yaml:320 sample 4)"""
+    """clamp (ops.yaml:328 sample 4)"""
     min = 1
     max = -1
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_140(self, min, max):
-    """clamp.Tensor (ops.yaml:338 sample 0)"""
+    """clamp.Tensor (ops.yaml:346 sample 0)"""
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_141(self, min):
-    """clamp.Tensor (ops.yaml:338 sample 1)"""
+    """clamp.Tensor (ops.yaml:346 sample 1)"""
     max = None
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_142(self, max):
-    """clamp.Tensor (ops.yaml:338 sample 2)"""
+    """clamp.Tensor (ops.yaml:346 sample 2)"""
     min = None
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_143(self, min, max):
-    """clamp.Tensor (ops.yaml:338 sample 3)"""
+    """clamp.Tensor (ops.yaml:346 sample 3)"""
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_144(grad_output, self):
-    """clamp_backward (ops.yaml:352 sample 0)"""
+    """clamp_backward (ops.yaml:360 sample 0)"""
     min = -0.5
     max = 0.5
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
 def case_145(grad_output, self):
-    """clamp_backward (ops.yaml:352 sample 1)"""
+    """clamp_backward (ops.yaml:360 sample 1)"""
     min = -1.0
     max = None
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
 def case_146(grad_output, self):
-    """clamp_backward (ops.yaml:352 sample 2)"""
+    """clamp_backward (ops.yaml:360 sample 2)"""
     min = None
     max = 0.5
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
 def case_147(grad_output, self, min, max):
-    """clamp_tensor_backward (ops.yaml:366 sample 0)"""
+    """clamp_tensor_backward (ops.yaml:374 sample 0)"""
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_148(grad_output, self, min):
-    """clamp_tensor_backward (ops.yaml:366 sample 1)"""
+    """clamp_tensor_backward (ops.yaml:374 sample 1)"""
     max = None
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_149(grad_output, self, max):
-    """clamp_tensor_backward (ops.yaml:366 sample 2)"""
+    """clamp_tensor_backward (ops.yaml:374 sample 2)"""
     min = None
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_150(grad_output, self, min, max):
-    """clamp_tensor_backward_min (ops.yaml:380 sample 0)"""
+    """clamp_tensor_backward_min (ops.yaml:388 sample 0)"""
     return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_151(grad_output, self, min):
-    """clamp_tensor_backward_min (ops.yaml:380 sample 1)"""
+    """clamp_tensor_backward_min (ops.yaml:388 sample 1)"""
     max = None
     return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_152(grad_output, self, min, max):
-    """clamp_tensor_backward_max (ops.yaml:393 sample 0)"""
+    """clamp_tensor_backward_max (ops.yaml:401 sample 0)"""
     return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
 def case_153(grad_output, self, max):
-    """clamp_tensor_backward_max (ops.yaml:393 sample 1)"""
+    """clamp_tensor_backward_max (ops.yaml:401 sample 1)"""
     min = None
     return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
 def case_154(grad_output):
-    """div_rounding_backward (ops.yaml:405 sample 0)"""
+    """div_rounding_backward (ops.yaml:413 sample 0)"""
     rounding_mode = None
     return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
 def case_155(grad_output):
-    """div_rounding_backward (ops.yaml:405 sample 1)"""
+    """div_rounding_backward (ops.yaml:413 sample 1)"""
     rounding_mode = 'floor'
     return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
 def case_156(self):
-    """exp (ops.yaml:413 sample 0)"""
+    """exp (ops.yaml:421 sample 0)"""
     return torch.ops.aten.exp(self)
 
 
 def case_157(self):
-    """exp (ops.yaml:413 sample 1)"""
+    """exp (ops.yaml:421 sample 1)"""
     return torch.ops.aten.exp(self)
 
 
 def case_158(self):
-    """exp (ops.yaml:413 sample 2)"""
+    """exp (ops.yaml:421 sample 2)"""
     return torch.ops.aten.exp(self)
 
 
 def case_159(self):
-    """exp (ops.yaml:413 sample 3)"""
+    """exp (ops.yaml:421 sample 3)"""
     return torch.ops.aten.exp(self)
 
 
 def case_160(self):
-    """log (ops.yaml:421 sample 0)"""
+    """log (ops.yaml:429 sample 0)"""
     return torch.ops.aten.log(self)
 
 
 def case_161(self):
-    """log (ops.yaml:421 sample 1)"""
+    """log (ops.yaml:429 sample 1)"""
     return torch.ops.aten.log(self)
 
 
 def case_162(self):
-    """log (ops.yaml:421 sample 2)"""
+    """log (ops.yaml:429 sample 2)"""
     return torch.ops.aten.log(self)
 
 
 def case_163(self):
-    """log (ops.yaml:421 sample 3)"""
+    """log (ops.yaml:429 sample 3)"""
     return torch.ops.aten.log(self)
 
 
 def case_164(self):
-    """sqrt (ops.yaml:430 sample 0)"""
+    """sqrt (ops.yaml:438 sample 0)"""
     return torch.ops.aten.sqrt(self)
 
 
 def case_165(self):
-    """sqrt (ops.yaml:430 sample 1)"""
+    """sqrt (ops.yaml:438 sample 1)"""
     return torch.ops.aten.sqrt(self)
 
 
 def case_166(self):
-    """sqrt (ops.yaml:430 sample 2)"""
+    """sqrt (ops.yaml:438 sample 2)"""
     return torch.ops.aten.sqrt(self)
 
 
 def case_167(self):
-    """sqrt (ops.yaml:430 sample 3)"""
+    """sqrt (ops.yaml:438 sample 3)"""
     return torch.ops.aten.sqrt(self)
 
 
 def case_168(self):
-    """relu (ops.yaml:439 sample 0)"""
+    """relu (ops.yaml:447 sample 0)"""
     return torch.ops.aten.relu(self)
 
 
 def case_169(self):
-    """relu (ops.yaml:439 sample 1)"""
+    """relu (ops.yaml:447 sample 1)"""
     return torch.ops.aten.relu(self)
 
 
 def case_170(self):
-    """relu (ops.yaml:439 sample 2)"""
+    """relu (ops.yaml:447 sample 2)"""
     return torch.ops.aten.relu(self)
 
 
 def case_171(self):
-    """relu (ops.yaml:439 sample 3)"""
+    """relu (ops.yaml:447 sample 3)"""
     return torch.ops.aten.relu(self)
 
 
 def case_172(grad_output, self):
-    """threshold_backward (ops.yaml:455 sample 0)"""
+    """threshold_backward (ops.yaml:463 sample 0)"""
     threshold = 0
     return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
 def case_173(grad_output, self):
-    """threshold_backward (ops.yaml:455 sample 1)"""
+    """threshold_backward (ops.yaml:463 sample 1)"""
     threshold = 0.5
     return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
 def case_174(self):
-    """sigmoid (ops.yaml:460 sample 0)"""
+    """sigmoid (ops.yaml:468 sample 0)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_175(self):
-    """sigmoid (ops.yaml:460 sample 1)"""
+    """sigmoid (ops.yaml:468 sample 1)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_176(self):
-    """sigmoid (ops.yaml:460 sample 2)"""
+    """sigmoid (ops.yaml:468 sample 2)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_177(self):
-    """sigmoid (ops.yaml:460 sample 3)"""
+    """sigmoid (ops.yaml:468 sample 3)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_178(self):
-    """tanh (ops.yaml:468 sample 0)"""
+    """tanh (ops.yaml:476 sample 0)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_179(self):
-    """tanh (ops.yaml:468 sample 1)"""
+    """tanh (ops.yaml:476 sample 1)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_180(self):
-    """tanh (ops.yaml:468 sample 2)"""
+    """tanh (ops.yaml:476 sample 2)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_181(self):
-    """tanh (ops.yaml:468 sample 3)"""
+    """tanh (ops.yaml:476 sample 3)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_182(self):
-    """softplus (ops.yaml:476 sample 0)"""
+    """softplus (ops.yaml:484 sample 0)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_183(self):
-    """softplus (ops.yaml:476 sample 1)"""
+    """softplus (ops.yaml:484 sample 1)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_184(self):
-    """softplus (ops.yaml:476 sample 2)"""
+    """softplus (ops.yaml:484 sample 2)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_185(self):
-    """softplus (ops.yaml:476 sample 3)"""
+    """softplus (ops.yaml:484 sample 3)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_186(self):
-    """clone (ops.yaml:483 sample 0)"""
+    """clone (ops.yaml:491 sample 0)"""
     return torch.ops.aten.clone(self)
 
 
 def case_187(self):
-    """clone (ops.yaml:483 sample 1)"""
+    """clone (ops.yaml:491 sample 1)"""
     return torch.ops.aten.clone(self)
 
 
 def case_188(self):
-    """clone (ops.yaml:483 sample 2)"""
+    """clone (ops.yaml:491 sample 2)"""
     return torch.ops.aten.clone(self)
 
 
 def case_189(self):
-    """clone (ops.yaml:483 sample 3)"""
+    """clone (ops.yaml:491 sample 3)"""
     return torch.ops.aten.clone(self)
 
 
 def case_190(self):
-    """abs (ops.yaml:498 sample 0)"""
+    """abs (ops.yaml:506 sample 0)"""
     return torch.ops.aten.abs(self)
 
 
 def case_191(self):
-    """abs (ops.yaml:498 sample 1)"""
+    """abs (ops.yaml:506 sample 1)"""
     return torch.ops.aten.abs(self)
 
 
 def case_192(self):
-    """abs (ops.yaml:498 sample 2)"""
+    """abs (ops.yaml:506 sample 2)"""
     return torch.ops.aten.abs(self)
 
 
 def case_193(self):
-    """abs (ops.yaml:498 sample 3)"""
+    """abs (ops.yaml:506 sample 3)"""
     return torch.ops.aten.abs(self)
 
 
 def case_194(self):
-    """sign (ops.yaml:506 sample 0)"""
+    """sign (ops.yaml:514 sample 0)"""
     return torch.ops.aten.sign(self)
 
 
 def case_195(self):
-    """sign (ops.yaml:506 sample 1)"""
+    """sign (ops.yaml:514 sample 1)"""
     return torch.ops.aten.sign(self)
 
 
 def case_196(self):
-    """sign (ops.yaml:506 sample 2)"""
+    """sign (ops.yaml:514 sample 2)"""
     return torch.ops.aten.sign(self)
 
 
 def case_197(self):
-    """sign (ops.yaml:506 sample 3)"""
+    """sign (ops.yaml:514 sample 3)"""
     return torch.ops.aten.sign(self)
 
 
 def case_198(self):
-    """square (ops.yaml:513 sample 0)"""
+    """square (ops.yaml:521 sample 0)"""
     return torch.ops.aten.square(self)
 
 
 def case_199(self):
-    """square (ops.yaml:513 sample 1)"""
+    """square (ops.yaml:521 sample 1)"""
     return torch.ops.aten.square(self)
 
 
 def case_200(self):
-    """square (ops.yaml:513 sample 2)"""
+    """square (ops.yaml:521 sample 2)"""
     return torch.ops.aten.square(self)
 
 
 def case_201(self):
-    """square (ops.yaml:513 sample 3)"""
+    """square (ops.yaml:521 sample 3)"""
     return torch.ops.aten.square(self)
 
 
 def case_202(self):
-    """reciprocal (ops.yaml:522 sample 0)"""
+    """reciprocal (ops.yaml:530 sample 0)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_203(self):
-    """reciprocal (ops.yaml:522 sample 1)"""
+    """reciprocal (ops.yaml:530 sample 1)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_204(self):
-    """reciprocal (ops.yaml:522 sample 2)"""
+    """reciprocal (ops.yaml:530 sample 2)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_205(self):
-    """reciprocal (ops.yaml:522 sample 3)"""
+    """reciprocal (ops.yaml:530 sample 3)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_206(self):
-    """rsqrt (ops.yaml:531 sample 0)"""
+    """rsqrt (ops.yaml:539 sample 0)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_207(self):
-    """rsqrt (ops.yaml:531 sample 1)"""
+    """rsqrt (ops.yaml:539 sample 1)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_208(self):
-    """rsqrt (ops.yaml:531 sample 2)"""
+    """rsqrt (ops.yaml:539 sample 2)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_209(self):
-    """rsqrt (ops.yaml:531 sample 3)"""
+    """rsqrt (ops.yaml:539 sample 3)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_210(self):
-    """expm1 (ops.yaml:540 sample 0)"""
+    """expm1 (ops.yaml:548 sample 0)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_211(self):
-    """expm1 (ops.yaml:540 sample 1)"""
+    """expm1 (ops.yaml:548 sample 1)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_212(self):
-    """expm1 (ops.yaml:540 sample 2)"""
+    """expm1 (ops.yaml:548 sample 2)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_213(self):
-    """expm1 (ops.yaml:540 sample 3)"""
+    """expm1 (ops.yaml:548 sample 3)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_214(self):
-    """log1p (ops.yaml:548 sample 0)"""
+    """log1p (ops.yaml:556 sample 0)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_215(self):
-    """log1p (ops.yaml:548 sample 1)"""
+    """log1p (ops.yaml:556 sample 1)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_216(self):
-    """log1p (ops.yaml:548 sample 2)"""
+    """log1p (ops.yaml:556 sample 2)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_217(self):
-    """log1p (ops.yaml:548 sample 3)"""
+    """log1p (ops.yaml:556 sample 3)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_218(self):
-    """log2 (ops.yaml:557 sample 0)"""
+    """log2 (ops.yaml:565 sample 0)"""
     return torch.ops.aten.log2(self)
 
 
 def case_219(self):
-    """log2 (ops.yaml:557 sample 1)"""
+    """log2 (ops.yaml:565 sample 1)"""
     return torch.ops.aten.log2(self)
 
 
 def case_220(self):
-    """log2 (ops.yaml:557 sample 2)"""
+    """log2 (ops.yaml:565 sample 2)"""
     return torch.ops.aten.log2(self)
 
 
 def case_221(self):
-    """log2 (ops.yaml:557 sample 3)"""
+    """log2 (ops.yaml:565 sample 3)"""
     return torch.ops.aten.log2(self)
 
 
 def case_222(self):
-    """sin (ops.yaml:566 sample 0)"""
+    """sin (ops.yaml:574 sample 0)"""
     return torch.ops.aten.sin(self)
 
 
 def case_223(self):
-    """sin (ops.yaml:566 sample 1)"""
+    """sin (ops.yaml:574 sample 1)"""
     return torch.ops.aten.sin(self)
 
 
 def case_224(self):
-    """sin (ops.yaml:566 sample 2)"""
+    """sin (ops.yaml:574 sample 2)"""
     return torch.ops.aten.sin(self)
 
 
 def case_225(self):
-    """sin (ops.yaml:566 sample 3)"""
+    """sin (ops.yaml:574 sample 3)"""
     return torch.ops.aten.sin(self)
 
 
 def case_226(self):
-    """cos (ops.yaml:574 sample 0)"""
+    """cos (ops.yaml:582 sample 0)"""
     return torch.ops.aten.cos(self)
 
 
 def case_227(self):
-    """cos (ops.yaml:574 sample 1)"""
+    """cos (ops.yaml:582 sample 1)"""
     return torch.ops.aten.cos(self)
 
 
 def case_228(self):
-    """cos (ops.yaml:574 sample 2)"""
+    """cos (ops.yaml:582 sample 2)"""
     return torch.ops.aten.cos(self)
 
 
 def case_229(self):
-    """cos (ops.yaml:574 sample 3)"""
+    """cos (ops.yaml:582 sample 3)"""
     return torch.ops.aten.cos(self)
 
 
 def case_230(self):
-    """erf (ops.yaml:582 sample 0)"""
+    """erf (ops.yaml:590 sample 0)"""
     return torch.ops.aten.erf(self)
 
 
 def case_231(self):
-    """erf (ops.yaml:582 sample 1)"""
+    """erf (ops.yaml:590 sample 1)"""
     return torch.ops.aten.erf(self)
 
 
 def case_232(self):
-    """erf (ops.yaml:582 sample 2)"""
+    """erf (ops.yaml:590 sample 2)"""
     return torch.ops.aten.erf(self)
 
 
 def case_233(self):
-    """erf (ops.yaml:582 sample 3)"""
+    """erf (ops.yaml:590 sample 3)"""
     return torch.ops.aten.erf(self)
 
 
 def case_234(self):
-    """floor (ops.yaml:590 sample 0)"""
+    """floor (ops.yaml:598 sample 0)"""
     return torch.ops.aten.floor(self)
 
 
 def case_235(self):
-    """floor (ops.yaml:590 sample 1)"""
+    """floor (ops.yaml:598 sample 1)"""
     return torch.ops.aten.floor(self)
 
 
 def case_236(self):
-    """floor (ops.yaml:590 sample 2)"""
+    """floor (ops.yaml:598 sample 2)"""
     return torch.ops.aten.floor(self)
 
 
 def case_237(self):
-    """floor (ops.yaml:590 sample 3)"""
+    """floor (ops.yaml:598 sample 3)"""
     return torch.ops.aten.floor(self)
 
 
 def case_238(self):
-    """ceil (ops.yaml:597 sample 0)"""
+    """ceil (ops.yaml:605 sample 0)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_239(self):
-    """ceil (ops.yaml:597 sample 1)"""
+    """ceil (ops.yaml:605 sample 1)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_240(self):
-    """ceil (ops.yaml:597 sample 2)"""
+    """ceil (ops.yaml:605 sample 2)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_241(self):
-    """ceil (ops.yaml:597 sample 3)"""
+    """ceil (ops.yaml:605 sample 3)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_242(self):
-    """round (ops.yaml:604 sample 0)"""
+    """round (ops.yaml:612 sample 0)"""
     return torch.ops.aten.round(self)
 
 
 def case_243(self):
-    """round (ops.yaml:604 sample 1)"""
+    """round (ops.yaml:612 sample 1)"""
     return torch.ops.aten.round(self)
 
 
 def case_244(self):
-    """round (ops.yaml:604 sample 2)"""
+    """round (ops.yaml:612 sample 2)"""
     return torch.ops.aten.round(self)
 
 
 def case_245(self):
-    """round (ops.yaml:604 sample 3)"""
+    """round (ops.yaml:612 sample 3)"""
     return torch.ops.aten.round(self)
 
 
 def case_246(self):
-    """trunc (ops.yaml:611 sample 0)"""
+    """trunc (ops.yaml:619 sample 0)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_247(self):
-    """trunc (ops.yaml:611 sample 1)"""
+    """trunc (ops.yaml:619 sample 1)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_248(self):
-    """trunc (ops.yaml:611 sample 2)"""
+    """trunc (ops.yaml:619 sample 2)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_249(self):
-    """trunc (ops.yaml:611 sample 3)"""
+    """trunc (ops.yaml:619 sample 3)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_250(self):
-    """leaky_relu (ops.yaml:618 sample 0)"""
+    """leaky_relu (ops.yaml:626 sample 0)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_251(self):
-    """leaky_relu (ops.yaml:618 sample 1)"""
+    """leaky_relu (ops.yaml:626 sample 1)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_252(self):
-    """leaky_relu (ops.yaml:618 sample 2)"""
+    """leaky_relu (ops.yaml:626 sample 2)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_253(self):
-    """leaky_relu (ops.yaml:618 sample 3)"""
+    """leaky_relu (ops.yaml:626 sample 3)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_254(grad_output, self):
-    """leaky_relu_backward (ops.yaml:626 sample 0)"""
+    """leaky_relu_backward (ops.yaml:634 sample 0)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_255(grad_output, self):
-    """leaky_relu_backward (ops.yaml:626 sample 1)"""
+    """leaky_relu_backward (ops.yaml:634 sample 1)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_256(grad_output, self):
-    """leaky_relu_backward (ops.yaml:626 sample 2)"""
+    """leaky_relu_backward (ops.yaml:634 sample 2)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_257(grad_output, self):
-    """leaky_relu_backward (ops.yaml:626 sample 3)"""
+    """leaky_relu_backward (ops.yaml:634 sample 3)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_258(grad_output, self):
-    """leaky_relu_backward (ops.yaml:626 sample 4)"""
+    """leaky_relu_backward (ops.yaml:634 sample 4)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_259(self):
-    """elu (ops.yaml:637 sample 0)"""
+    """elu (ops.yaml:645 sample 0)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1457,7 +1457,7 @@ def case_259(self):
 
 
 def case_260(self):
-    """elu (ops.yaml:637 sample 1)"""
+    """elu (ops.yaml:645 sample 1)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1465,7 +1465,7 @@ def case_260(self):
 
 
 def case_261(self):
-    """elu (ops.yaml:637 sample 2)"""
+    """elu (ops.yaml:645 sample 2)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1473,7 +1473,7 @@ def case_261(self):
 
 
 def case_262(self):
-    """elu (ops.yaml:637 sample 3)"""
+    """elu (ops.yaml:645 sample 3)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1481,7 +1481,7 @@ def case_262(self):
 
 
 def case_263(grad_output, self):
-    """elu_backward (ops.yaml:645 sample 0)"""
+    """elu_backward (ops.yaml:653 sample 0)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1489,7 +1489,7 @@ def case_263(grad_output, self):
 
 
 def case_264(grad_output, self):
-    """elu_backward (ops.yaml:645 sample 1)"""
+    """elu_backward (ops.yaml:653 sample 1)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1497,7 +1497,7 @@ def case_264(grad_output, self):
 
 
 def case_265(grad_output, self):
-    """elu_backward (ops.yaml:645 sample 2)"""
+    """elu_backward (ops.yaml:653 sample 2)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1505,7 +1505,7 @@ def case_265(grad_output, self):
 
 
 def case_266(grad_output, self):
-    """elu_backward (ops.yaml:645 sample 3)"""
+    """elu_backward (ops.yaml:653 sample 3)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1513,7 +1513,7 @@ def case_266(grad_output, self):
 
 
 def case_267(grad_output, self):
-    """elu_backward (ops.yaml:645 sample 4)"""
+    """elu_backward (ops.yaml:653 sample 4)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1521,127 +1521,127 @@ def case_267(grad_output, self):
 
 
 def case_268(self):
-    """silu (ops.yaml:656 sample 0)"""
+    """silu (ops.yaml:664 sample 0)"""
     return torch.ops.aten.silu(self)
 
 
 def case_269(self):
-    """silu (ops.yaml:656 sample 1)"""
+    """silu (ops.yaml:664 sample 1)"""
     return torch.ops.aten.silu(self)
 
 
 def case_270(self):
-    """silu (ops.yaml:656 sample 2)"""
+    """silu (ops.yaml:664 sample 2)"""
     return torch.ops.aten.silu(self)
 
 
 def case_271(self):
-    """silu (ops.yaml:656 sample 3)"""
+    """silu (ops.yaml:664 sample 3)"""
     return torch.ops.aten.silu(self)
 
 
 def case_272(self):
-    """isnan (ops.yaml:663 sample 0)"""
+    """isnan (ops.yaml:671 sample 0)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_273(self):
-    """isnan (ops.yaml:663 sample 1)"""
+    """isnan (ops.yaml:671 sample 1)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_274(self):
-    """isnan (ops.yaml:663 sample 2)"""
+    """isnan (ops.yaml:671 sample 2)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_275(self):
-    """isnan (ops.yaml:663 sample 3)"""
+    """isnan (ops.yaml:671 sample 3)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_276(self):
-    """isfinite (ops.yaml:672 sample 0)"""
+    """isfinite (ops.yaml:680 sample 0)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_277(self):
-    """isfinite (ops.yaml:672 sample 1)"""
+    """isfinite (ops.yaml:680 sample 1)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_278(self):
-    """isfinite (ops.yaml:672 sample 2)"""
+    """isfinite (ops.yaml:680 sample 2)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_279(self):
-    """isfinite (ops.yaml:672 sample 3)"""
+    """isfinite (ops.yaml:680 sample 3)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_280(self):
-    """gelu (ops.yaml:688 sample 0)"""
+    """gelu (ops.yaml:696 sample 0)"""
     approximate = 'none'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_281(self):
-    """gelu (ops.yaml:688 sample 1)"""
+    """gelu (ops.yaml:696 sample 1)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_282(self):
-    """gelu (ops.yaml:688 sample 2)"""
+    """gelu (ops.yaml:696 sample 2)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_283(self):
-    """gelu (ops.yaml:688 sample 3)"""
+    """gelu (ops.yaml:696 sample 3)"""
     approximate = 'none'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_284(self):
-    """gelu (ops.yaml:688 sample 4)"""
+    """gelu (ops.yaml:696 sample 4)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_285(grad_output, self):
-    """gelu_backward (ops.yaml:704 sample 0)"""
+    """gelu_backward (ops.yaml:712 sample 0)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_286(grad_output, self):
-    """gelu_backward (ops.yaml:704 sample 1)"""
+    """gelu_backward (ops.yaml:712 sample 1)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_287(grad_output, self):
-    """gelu_backward (ops.yaml:704 sample 2)"""
+    """gelu_backward (ops.yaml:712 sample 2)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_288(grad_output, self):
-    """gelu_backward (ops.yaml:704 sample 3)"""
+    """gelu_backward (ops.yaml:712 sample 3)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_289(grad_output, self):
-    """gelu_backward (ops.yaml:704 sample 4)"""
+    """gelu_backward (ops.yaml:712 sample 4)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_290(self):
-    """nan_to_num (ops.yaml:725 sample 0)"""
+    """nan_to_num (ops.yaml:733 sample 0)"""
     nan = None
     posinf = None
     neginf = None
@@ -1649,7 +1649,7 @@ def case_290(self):
 
 
 def case_291(self):
-    """nan_to_num (ops.yaml:725 sample 1)"""
+    """nan_to_num (ops.yaml:733 sample 1)"""
     nan = 1.0
     posinf = 2.0
     neginf = -2.0
@@ -1657,7 +1657,7 @@ def case_291(self):
 
 
 def case_292(self):
-    """nan_to_num (ops.yaml:725 sample 2)"""
+    """nan_to_num (ops.yaml:733 sample 2)"""
     nan = None
     posinf = None
     neginf = None
@@ -1665,7 +1665,7 @@ def case_292(self):
 
 
 def case_293(self):
-    """nan_to_num (ops.yaml:725 sample 3)"""
+    """nan_to_num (ops.yaml:733 sample 3)"""
     nan = 0.5
     posinf = None
     neginf = None
@@ -1673,474 +1673,474 @@ def case_293(self):
 
 
 def case_294(self, other):
-    """eq.Tensor (ops.yaml:734 sample 0)"""
+    """eq.Tensor (ops.yaml:742 sample 0)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_295(self, other):
-    """eq.Tensor (ops.yaml:734 sample 1)"""
+    """eq.Tensor (ops.yaml:742 sample 1)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_296(self, other):
-    """eq.Tensor (ops.yaml:734 sample 2)"""
+    """eq.Tensor (ops.yaml:742 sample 2)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_297(self, other):
-    """eq.Tensor (ops.yaml:734 sample 3)"""
+    """eq.Tensor (ops.yaml:742 sample 3)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_298(self, other):
-    """eq.Tensor (ops.yaml:734 sample 4)"""
+    """eq.Tensor (ops.yaml:742 sample 4)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_299(self):
-    """eq.Scalar (ops.yaml:744 sample 0)"""
+    """eq.Scalar (ops.yaml:752 sample 0)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_300(self):
-    """eq.Scalar (ops.yaml:744 sample 1)"""
+    """eq.Scalar (ops.yaml:752 sample 1)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_301(self):
-    """eq.Scalar (ops.yaml:744 sample 2)"""
+    """eq.Scalar (ops.yaml:752 sample 2)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_302(self):
-    """eq.Scalar (ops.yaml:744 sample 3)"""
+    """eq.Scalar (ops.yaml:752 sample 3)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_303(self, other):
-    """lt.Tensor (ops.yaml:753 sample 0)"""
+    """lt.Tensor (ops.yaml:761 sample 0)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_304(self, other):
-    """lt.Tensor (ops.yaml:753 sample 1)"""
+    """lt.Tensor (ops.yaml:761 sample 1)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_305(self, other):
-    """lt.Tensor (ops.yaml:753 sample 2)"""
+    """lt.Tensor (ops.yaml:761 sample 2)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_306(self, other):
-    """lt.Tensor (ops.yaml:753 sample 3)"""
+    """lt.Tensor (ops.yaml:761 sample 3)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_307(self, other):
-    """lt.Tensor (ops.yaml:753 sample 4)"""
+    """lt.Tensor (ops.yaml:761 sample 4)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_308(self):
-    """lt.Scalar (ops.yaml:763 sample 0)"""
+    """lt.Scalar (ops.yaml:771 sample 0)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_309(self):
-    """lt.Scalar (ops.yaml:763 sample 1)"""
+    """lt.Scalar (ops.yaml:771 sample 1)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_310(self):
-    """lt.Scalar (ops.yaml:763 sample 2)"""
+    """lt.Scalar (ops.yaml:771 sample 2)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_311(self):
-    """lt.Scalar (ops.yaml:763 sample 3)"""
+    """lt.Scalar (ops.yaml:771 sample 3)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_312(self, other):
-    """gt.Tensor (ops.yaml:772 sample 0)"""
+    """gt.Tensor (ops.yaml:780 sample 0)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_313(self, other):
-    """gt.Tensor (ops.yaml:772 sample 1)"""
+    """gt.Tensor (ops.yaml:780 sample 1)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_314(self, other):
-    """gt.Tensor (ops.yaml:772 sample 2)"""
+    """gt.Tensor (ops.yaml:780 sample 2)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_315(self, other):
-    """gt.Tensor (ops.yaml:772 sample 3)"""
+    """gt.Tensor (ops.yaml:780 sample 3)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_316(self, other):
-    """gt.Tensor (ops.yaml:772 sample 4)"""
+    """gt.Tensor (ops.yaml:780 sample 4)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_317(self):
-    """gt.Scalar (ops.yaml:782 sample 0)"""
+    """gt.Scalar (ops.yaml:790 sample 0)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_318(self):
-    """gt.Scalar (ops.yaml:782 sample 1)"""
+    """gt.Scalar (ops.yaml:790 sample 1)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_319(self):
-    """gt.Scalar (ops.yaml:782 sample 2)"""
+    """gt.Scalar (ops.yaml:790 sample 2)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_320(self):
-    """gt.Scalar (ops.yaml:782 sample 3)"""
+    """gt.Scalar (ops.yaml:790 sample 3)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_321(condition, self, other):
-    """where (ops.yaml:799 sample 0)"""
+    """where (ops.yaml:807 sample 0)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_322(condition, self, other):
-    """where (ops.yaml:799 sample 1)"""
+    """where (ops.yaml:807 sample 1)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_323(condition, self, other):
-    """where (ops.yaml:799 sample 2)"""
+    """where (ops.yaml:807 sample 2)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_324(self, other):
-    """ne.Tensor (ops.yaml:804 sample 0)"""
+    """ne.Tensor (ops.yaml:812 sample 0)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_325(self, other):
-    """ne.Tensor (ops.yaml:804 sample 1)"""
+    """ne.Tensor (ops.yaml:812 sample 1)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_326(self, other):
-    """ne.Tensor (ops.yaml:804 sample 2)"""
+    """ne.Tensor (ops.yaml:812 sample 2)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_327(self, other):
-    """ne.Tensor (ops.yaml:804 sample 3)"""
+    """ne.Tensor (ops.yaml:812 sample 3)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_328(self, other):
-    """ne.Tensor (ops.yaml:804 sample 4)"""
+    """ne.Tensor (ops.yaml:812 sample 4)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_329(self):
-    """ne.Scalar (ops.yaml:814 sample 0)"""
+    """ne.Scalar (ops.yaml:822 sample 0)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_330(self):
-    """ne.Scalar (ops.yaml:814 sample 1)"""
+    """ne.Scalar (ops.yaml:822 sample 1)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_331(self):
-    """ne.Scalar (ops.yaml:814 sample 2)"""
+    """ne.Scalar (ops.yaml:822 sample 2)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_332(self):
-    """ne.Scalar (ops.yaml:814 sample 3)"""
+    """ne.Scalar (ops.yaml:822 sample 3)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_333(self, other):
-    """le.Tensor (ops.yaml:823 sample 0)"""
+    """le.Tensor (ops.yaml:831 sample 0)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_334(self, other):
-    """le.Tensor (ops.yaml:823 sample 1)"""
+    """le.Tensor (ops.yaml:831 sample 1)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_335(self, other):
-    """le.Tensor (ops.yaml:823 sample 2)"""
+    """le.Tensor (ops.yaml:831 sample 2)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_336(self, other):
-    """le.Tensor (ops.yaml:823 sample 3)"""
+    """le.Tensor (ops.yaml:831 sample 3)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_337(self, other):
-    """le.Tensor (ops.yaml:823 sample 4)"""
+    """le.Tensor (ops.yaml:831 sample 4)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_338(self):
-    """le.Scalar (ops.yaml:833 sample 0)"""
+    """le.Scalar (ops.yaml:841 sample 0)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_339(self):
-    """le.Scalar (ops.yaml:833 sample 1)"""
+    """le.Scalar (ops.yaml:841 sample 1)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_340(self):
-    """le.Scalar (ops.yaml:833 sample 2)"""
+    """le.Scalar (ops.yaml:841 sample 2)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_341(self):
-    """le.Scalar (ops.yaml:833 sample 3)"""
+    """le.Scalar (ops.yaml:841 sample 3)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_342(self, other):
-    """ge.Tensor (ops.yaml:842 sample 0)"""
+    """ge.Tensor (ops.yaml:850 sample 0)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_343(self, other):
-    """ge.Tensor (ops.yaml:842 sample 1)"""
+    """ge.Tensor (ops.yaml:850 sample 1)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_344(self, other):
-    """ge.Tensor (ops.yaml:842 sample 2)"""
+    """ge.Tensor (ops.yaml:850 sample 2)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_345(self, other):
-    """ge.Tensor (ops.yaml:842 sample 3)"""
+    """ge.Tensor (ops.yaml:850 sample 3)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_346(self, other):
-    """ge.Tensor (ops.yaml:842 sample 4)"""
+    """ge.Tensor (ops.yaml:850 sample 4)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_347(self):
-    """ge.Scalar (ops.yaml:852 sample 0)"""
+    """ge.Scalar (ops.yaml:860 sample 0)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_348(self):
-    """ge.Scalar (ops.yaml:852 sample 1)"""
+    """ge.Scalar (ops.yaml:860 sample 1)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_349(self):
-    """ge.Scalar (ops.yaml:852 sample 2)"""
+    """ge.Scalar (ops.yaml:860 sample 2)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_350(self):
-    """ge.Scalar (ops.yaml:852 sample 3)"""
+    """ge.Scalar (ops.yaml:860 sample 3)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_351(self, other):
-    """logical_and (ops.yaml:861 sample 0)"""
+    """logical_and (ops.yaml:869 sample 0)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_352(self, other):
-    """logical_and (ops.yaml:861 sample 1)"""
+    """logical_and (ops.yaml:869 sample 1)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_353(self, other):
-    """logical_and (ops.yaml:861 sample 2)"""
+    """logical_and (ops.yaml:869 sample 2)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_354(self, other):
-    """logical_and (ops.yaml:861 sample 3)"""
+    """logical_and (ops.yaml:869 sample 3)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_355(self, other):
-    """logical_and (ops.yaml:861 sample 4)"""
+    """logical_and (ops.yaml:869 sample 4)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_356(self, other):
-    """logical_or (ops.yaml:871 sample 0)"""
+    """logical_or (ops.yaml:879 sample 0)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_357(self, other):
-    """logical_or (ops.yaml:871 sample 1)"""
+    """logical_or (ops.yaml:879 sample 1)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_358(self, other):
-    """logical_or (ops.yaml:871 sample 2)"""
+    """logical_or (ops.yaml:879 sample 2)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_359(self, other):
-    """logical_or (ops.yaml:871 sample 3)"""
+    """logical_or (ops.yaml:879 sample 3)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_360(self, other):
-    """logical_or (ops.yaml:871 sample 4)"""
+    """logical_or (ops.yaml:879 sample 4)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_361(self, other):
-    """logical_xor (ops.yaml:881 sample 0)"""
+    """logical_xor (ops.yaml:889 sample 0)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_362(self, other):
-    """logical_xor (ops.yaml:881 sample 1)"""
+    """logical_xor (ops.yaml:889 sample 1)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_363(self, other):
-    """logical_xor (ops.yaml:881 sample 2)"""
+    """logical_xor (ops.yaml:889 sample 2)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_364(self, other):
-    """logical_xor (ops.yaml:881 sample 3)"""
+    """logical_xor (ops.yaml:889 sample 3)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_365(self, other):
-    """logical_xor (ops.yaml:881 sample 4)"""
+    """logical_xor (ops.yaml:889 sample 4)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_366(self):
-    """logical_not (ops.yaml:891 sample 0)"""
+    """logical_not (ops.yaml:899 sample 0)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_367(self):
-    """logical_not (ops.yaml:891 sample 1)"""
+    """logical_not (ops.yaml:899 sample 1)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_368(self):
-    """logical_not (ops.yaml:891 sample 2)"""
+    """logical_not (ops.yaml:899 sample 2)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_369(self):
-    """logical_not (ops.yaml:891 sample 3)"""
+    """logical_not (ops.yaml:899 sample 3)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_370(self, mask):
-    """masked_fill.Scalar (ops.yaml:907 sample 0)"""
+    """masked_fill.Scalar (ops.yaml:915 sample 0)"""
     value = 1.5
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_371(self, mask):
-    """masked_fill.Scalar (ops.yaml:907 sample 1)"""
+    """masked_fill.Scalar (ops.yaml:915 sample 1)"""
     value = -2
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_372(self, mask):
-    """masked_fill.Scalar (ops.yaml:907 sample 2)"""
+    """masked_fill.Scalar (ops.yaml:915 sample 2)"""
     value = 0.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_373(self, mask):
-    """masked_fill.Scalar (ops.yaml:907 sample 3)"""
+    """masked_fill.Scalar (ops.yaml:915 sample 3)"""
     value = 1.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_374(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:924 sample 0)"""
+    """masked_fill.Tensor (ops.yaml:932 sample 0)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_375(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:924 sample 1)"""
+    """masked_fill.Tensor (ops.yaml:932 sample 1)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_376(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:924 sample 2)"""
+    """masked_fill.Tensor (ops.yaml:932 sample 2)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_377(self):
-    """sum (ops.yaml:939 sample 0)"""
+    """sum (ops.yaml:947 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_378(self):
-    """sum (ops.yaml:939 sample 1)"""
+    """sum (ops.yaml:947 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_379(self):
-    """sum (ops.yaml:939 sample 2)"""
+    """sum (ops.yaml:947 sample 2)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_380(self):
-    """sum (ops.yaml:939 sample 3)"""
+    """sum (ops.yaml:947 sample 3)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_381(self):
-    """sum.dim (ops.yaml:954 sample 0)"""
+    """sum.dim (ops.yaml:962 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
@@ -2148,7 +2148,7 @@ def case_381(self):
 
 
 def case_382(self):
-    """sum.dim (ops.yaml:954 sample 1)"""
+    """sum.dim (ops.yaml:962 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
@@ -2156,7 +2156,7 @@ def case_382(self):
 
 
 def case_383(self):
-    """sum.dim (ops.yaml:954 sample 2)"""
+    """sum.dim (ops.yaml:962 sample 2)"""
     dim = [-1]
     keepdim = False
     dtype = None
@@ -2164,7 +2164,7 @@ def case_383(self):
 
 
 def case_384(self):
-    """sum.dim (ops.yaml:954 sample 3)"""
+    """sum.dim (ops.yaml:962 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = None
@@ -2172,553 +2172,595 @@ def case_384(self):
 
 
 def case_385(self):
-    """mean (ops.yaml:968 sample 0)"""
+    """mean (ops.yaml:979 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_386(self):
-    """mean (ops.yaml:968 sample 1)"""
+    """mean (ops.yaml:979 sample 1)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_387(self):
-    """mean (ops.yaml:968 sample 2)"""
+    """mean (ops.yaml:979 sample 2)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_388(self):
-    """mean.dim (ops.yaml:982 sample 0)"""
-    dim = [1]
-    keepdim = False
-    dtype = None
-    return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
+    """mean (ops.yaml:979 sample 3)"""
+    dtype = torch.float64
+    return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_389(self):
-    """mean.dim (ops.yaml:982 sample 1)"""
+    """mean (ops.yaml:979 sample 4)"""
+    dtype = torch.float32
+    return torch.ops.aten.mean(self, dtype=dtype)
+
+
+def case_390(self):
+    """mean.dim (ops.yaml:998 sample 0)"""
+    dim = [1]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
+
+
+def case_391(self):
+    """mean.dim (ops.yaml:998 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_390(self):
-    """amax (ops.yaml:994 sample 0)"""
+def case_392(self):
+    """mean.dim (ops.yaml:998 sample 2)"""
     dim = [1]
     keepdim = False
-    return torch.ops.aten.amax(self, dim, keepdim)
-
-
-def case_391(self):
-    """amax (ops.yaml:994 sample 1)"""
-    dim = [0, 2]
-    keepdim = True
-    return torch.ops.aten.amax(self, dim, keepdim)
-
-
-def case_392(self):
-    """amax (ops.yaml:994 sample 2)"""
-    dim = []
-    keepdim = False
-    return torch.ops.aten.amax(self, dim, keepdim)
+    dtype = torch.float64
+    return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
 def case_393(self):
-    """amin (ops.yaml:1007 sample 0)"""
-    dim = [1]
+    """mean.dim (ops.yaml:998 sample 3)"""
+    dim = [0]
     keepdim = False
-    return torch.ops.aten.amin(self, dim, keepdim)
+    dtype = torch.float32
+    return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
 def case_394(self):
-    """amin (ops.yaml:1007 sample 1)"""
-    dim = [0, 2]
-    keepdim = True
-    return torch.ops.aten.amin(self, dim, keepdim)
+    """amax (ops.yaml:1012 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_395(self):
-    """amin (ops.yaml:1007 sample 2)"""
-    dim = [0]
-    keepdim = False
-    return torch.ops.aten.amin(self, dim, keepdim)
+    """amax (ops.yaml:1012 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_396(self):
-    """amin (ops.yaml:1007 sample 3)"""
+    """amax (ops.yaml:1012 sample 2)"""
     dim = []
     keepdim = False
-    return torch.ops.aten.amin(self, dim, keepdim)
+    return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_397(self):
-    """amin (ops.yaml:1007 sample 4)"""
+    """amin (ops.yaml:1025 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_398(self):
-    """max (ops.yaml:1021 sample 0)"""
-    return torch.ops.aten.max(self)
+    """amin (ops.yaml:1025 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_399(self):
-    """max (ops.yaml:1021 sample 1)"""
-    return torch.ops.aten.max(self)
+    """amin (ops.yaml:1025 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_400(self):
-    """max (ops.yaml:1021 sample 2)"""
-    return torch.ops.aten.max(self)
+    """amin (ops.yaml:1025 sample 3)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_401(self):
-    """min (ops.yaml:1033 sample 0)"""
-    return torch.ops.aten.min(self)
+    """amin (ops.yaml:1025 sample 4)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_402(self):
-    """min (ops.yaml:1033 sample 1)"""
-    return torch.ops.aten.min(self)
+    """max (ops.yaml:1039 sample 0)"""
+    return torch.ops.aten.max(self)
 
 
 def case_403(self):
-    """min (ops.yaml:1033 sample 2)"""
-    return torch.ops.aten.min(self)
+    """max (ops.yaml:1039 sample 1)"""
+    return torch.ops.aten.max(self)
 
 
 def case_404(self):
-    """max.dim (ops.yaml:1047 sample 0 result values)"""
-    dim = 1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
+    """max (ops.yaml:1039 sample 2)"""
+    return torch.ops.aten.max(self)
 
 
 def case_405(self):
-    """max.dim (ops.yaml:1047 sample 0 result indices)"""
-    dim = 1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
+    """min (ops.yaml:1051 sample 0)"""
+    return torch.ops.aten.min(self)
 
 
 def case_406(self):
-    """max.dim (ops.yaml:1047 sample 1 result values)"""
-    dim = 0
-    keepdim = True
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
+    """min (ops.yaml:1051 sample 1)"""
+    return torch.ops.aten.min(self)
 
 
 def case_407(self):
-    """max.dim (ops.yaml:1047 sample 1 result indices)"""
-    dim = 0
-    keepdim = True
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
+    """min (ops.yaml:1051 sample 2)"""
+    return torch.ops.aten.min(self)
 
 
 def case_408(self):
-    """max.dim (ops.yaml:1047 sample 2 result values)"""
-    dim = -1
+    """max.dim (ops.yaml:1065 sample 0 result values)"""
+    dim = 1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_409(self):
-    """max.dim (ops.yaml:1047 sample 2 result indices)"""
-    dim = -1
+    """max.dim (ops.yaml:1065 sample 0 result indices)"""
+    dim = 1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_410(self):
-    """max.dim (ops.yaml:1047 sample 3 result values)"""
+    """max.dim (ops.yaml:1065 sample 1 result values)"""
     dim = 0
-    keepdim = False
+    keepdim = True
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_411(self):
-    """max.dim (ops.yaml:1047 sample 3 result indices)"""
+    """max.dim (ops.yaml:1065 sample 1 result indices)"""
     dim = 0
-    keepdim = False
+    keepdim = True
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_412(self):
-    """max.dim (ops.yaml:1047 sample 4 result values)"""
-    dim = 0
+    """max.dim (ops.yaml:1065 sample 2 result values)"""
+    dim = -1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_413(self):
-    """max.dim (ops.yaml:1047 sample 4 result indices)"""
-    dim = 0
+    """max.dim (ops.yaml:1065 sample 2 result indices)"""
+    dim = -1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_414(self):
-    """min.dim (ops.yaml:1063 sample 0 result values)"""
-    dim = 1
+    """max.dim (ops.yaml:1065 sample 3 result values)"""
+    dim = 0
     keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[0]
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_415(self):
-    """min.dim (ops.yaml:1063 sample 0 result indices)"""
-    dim = 1
+    """max.dim (ops.yaml:1065 sample 3 result indices)"""
+    dim = 0
     keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[1]
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_416(self):
-    """min.dim (ops.yaml:1063 sample 1 result values)"""
+    """max.dim (ops.yaml:1065 sample 4 result values)"""
     dim = 0
-    keepdim = True
-    return (torch.ops.aten.min(self, dim, keepdim))[0]
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_417(self):
-    """min.dim (ops.yaml:1063 sample 1 result indices)"""
+    """max.dim (ops.yaml:1065 sample 4 result indices)"""
     dim = 0
-    keepdim = True
-    return (torch.ops.aten.min(self, dim, keepdim))[1]
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_418(self):
-    """min.dim (ops.yaml:1063 sample 2 result values)"""
-    dim = -1
+    """min.dim (ops.yaml:1081 sample 0 result values)"""
+    dim = 1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
 def case_419(self):
-    """min.dim (ops.yaml:1063 sample 2 result indices)"""
-    dim = -1
+    """min.dim (ops.yaml:1081 sample 0 result indices)"""
+    dim = 1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
 def case_420(self):
-    """min.dim (ops.yaml:1063 sample 3 result values)"""
+    """min.dim (ops.yaml:1081 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_421(self):
+    """min.dim (ops.yaml:1081 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_422(self):
+    """min.dim (ops.yaml:1081 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_423(self):
+    """min.dim (ops.yaml:1081 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_424(self):
+    """min.dim (ops.yaml:1081 sample 3 result values)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
-def case_421(self):
-    """min.dim (ops.yaml:1063 sample 3 result indices)"""
+def case_425(self):
+    """min.dim (ops.yaml:1081 sample 3 result indices)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
-def case_422(self):
-    """argmax (ops.yaml:1077 sample 0)"""
-    dim = 1
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
-def case_423(self):
-    """argmax (ops.yaml:1077 sample 1)"""
-    dim = 0
-    keepdim = True
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
-def case_424(self):
-    """argmax (ops.yaml:1077 sample 2)"""
-    dim = -1
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
-def case_425(self):
-    """argmax (ops.yaml:1077 sample 3)"""
-    dim = None
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
 def case_426(self):
-    """argmax (ops.yaml:1077 sample 4)"""
+    """argmax (ops.yaml:1095 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_427(self):
-    """argmin (ops.yaml:1092 sample 0)"""
+    """argmax (ops.yaml:1095 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_428(self):
+    """argmax (ops.yaml:1095 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_429(self):
+    """argmax (ops.yaml:1095 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_430(self):
+    """argmax (ops.yaml:1095 sample 4)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_431(self):
+    """argmin (ops.yaml:1110 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_428(self):
-    """argmin (ops.yaml:1092 sample 1)"""
+def case_432(self):
+    """argmin (ops.yaml:1110 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_429(self):
-    """argmin (ops.yaml:1092 sample 2)"""
+def case_433(self):
+    """argmin (ops.yaml:1110 sample 2)"""
     dim = -1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_430(self):
-    """argmin (ops.yaml:1092 sample 3)"""
+def case_434(self):
+    """argmin (ops.yaml:1110 sample 3)"""
     dim = None
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_431(self):
-    """prod (ops.yaml:1106 sample 0)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
-
-
-def case_432(self):
-    """prod (ops.yaml:1106 sample 1)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
-
-
-def case_433(self):
-    """prod (ops.yaml:1106 sample 2)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
-
-
-def case_434(self):
-    """prod (ops.yaml:1106 sample 3)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
-
-
 def case_435(self):
-    """prod.dim_int (ops.yaml:1121 sample 0)"""
+    """prod (ops.yaml:1124 sample 0)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_436(self):
+    """prod (ops.yaml:1124 sample 1)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_437(self):
+    """prod (ops.yaml:1124 sample 2)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_438(self):
+    """prod (ops.yaml:1124 sample 3)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_439(self):
+    """prod.dim_int (ops.yaml:1139 sample 0)"""
     dim = 1
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_436(self):
-    """prod.dim_int (ops.yaml:1121 sample 1)"""
+def case_440(self):
+    """prod.dim_int (ops.yaml:1139 sample 1)"""
     dim = 0
     keepdim = True
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_437(self):
-    """prod.dim_int (ops.yaml:1121 sample 2)"""
+def case_441(self):
+    """prod.dim_int (ops.yaml:1139 sample 2)"""
     dim = -1
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_438(self):
-    """prod.dim_int (ops.yaml:1121 sample 3)"""
+def case_442(self):
+    """prod.dim_int (ops.yaml:1139 sample 3)"""
     dim = 0
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_439(self):
-    """all (ops.yaml:1135 sample 0)"""
-    return torch.ops.aten.all(self)
-
-
-def case_440(self):
-    """all (ops.yaml:1135 sample 1)"""
-    return torch.ops.aten.all(self)
-
-
-def case_441(self):
-    """all.dim (ops.yaml:1148 sample 0)"""
-    dim = 1
-    keepdim = False
-    return torch.ops.aten.all(self, dim, keepdim)
-
-
-def case_442(self):
-    """all.dim (ops.yaml:1148 sample 1)"""
-    dim = 0
-    keepdim = True
-    return torch.ops.aten.all(self, dim, keepdim)
-
-
 def case_443(self):
-    """all.dim (ops.yaml:1148 sample 2)"""
-    dim = 1
-    keepdim = False
-    return torch.ops.aten.all(self, dim, keepdim)
+    """all (ops.yaml:1153 sample 0)"""
+    return torch.ops.aten.all(self)
 
 
 def case_444(self):
-    """any (ops.yaml:1161 sample 0)"""
-    return torch.ops.aten.any(self)
+    """all (ops.yaml:1153 sample 1)"""
+    return torch.ops.aten.all(self)
 
 
 def case_445(self):
-    """any (ops.yaml:1161 sample 1)"""
-    return torch.ops.aten.any(self)
+    """all.dim (ops.yaml:1166 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
 
 
 def case_446(self):
-    """any.dim (ops.yaml:1174 sample 0)"""
+    """all.dim (ops.yaml:1166 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_447(self):
+    """all.dim (ops.yaml:1166 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_448(self):
+    """any (ops.yaml:1179 sample 0)"""
+    return torch.ops.aten.any(self)
+
+
+def case_449(self):
+    """any (ops.yaml:1179 sample 1)"""
+    return torch.ops.aten.any(self)
+
+
+def case_450(self):
+    """any.dim (ops.yaml:1192 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_447(self):
-    """any.dim (ops.yaml:1174 sample 1)"""
+def case_451(self):
+    """any.dim (ops.yaml:1192 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_448(self):
-    """any.dim (ops.yaml:1174 sample 2)"""
+def case_452(self):
+    """any.dim (ops.yaml:1192 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_449(self):
-    """cumsum (ops.yaml:1187 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
-
-
-def case_450(self):
-    """cumsum (ops.yaml:1187 sample 1)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
-
-
-def case_451(self):
-    """cumsum (ops.yaml:1187 sample 2)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
-
-
-def case_452(self):
-    """cumsum (ops.yaml:1187 sample 3)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
-
-
 def case_453(self):
-    """cumsum (ops.yaml:1187 sample 4)"""
-    dim = 0
+    """cumsum (ops.yaml:1205 sample 0)"""
+    dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_454(self):
-    """logsumexp (ops.yaml:1202 sample 0)"""
+    """cumsum (ops.yaml:1205 sample 1)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_455(self):
+    """cumsum (ops.yaml:1205 sample 2)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_456(self):
+    """cumsum (ops.yaml:1205 sample 3)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_457(self):
+    """cumsum (ops.yaml:1205 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_458(self):
+    """logsumexp (ops.yaml:1221 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_455(self):
-    """logsumexp (ops.yaml:1202 sample 1)"""
+def case_459(self):
+    """logsumexp (ops.yaml:1221 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_456(self):
-    """logsumexp (ops.yaml:1202 sample 2)"""
+def case_460(self):
+    """logsumexp (ops.yaml:1221 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_457(self):
-    """logsumexp (ops.yaml:1202 sample 3)"""
+def case_461(self):
+    """logsumexp (ops.yaml:1221 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_458(self):
-    """var.correction (ops.yaml:1216 sample 0)"""
+def case_462(self):
+    """logsumexp (ops.yaml:1221 sample 4)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_463(self):
+    """logsumexp (ops.yaml:1221 sample 5)"""
+    dim = [0, 1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_464(self):
+    """var.correction (ops.yaml:1237 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_459(self):
-    """var.correction (ops.yaml:1216 sample 1)"""
+def case_465(self):
+    """var.correction (ops.yaml:1237 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_460(self):
-    """var.correction (ops.yaml:1216 sample 2)"""
+def case_466(self):
+    """var.correction (ops.yaml:1237 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_461(self):
-    """var.correction (ops.yaml:1216 sample 3)"""
+def case_467(self):
+    """var.correction (ops.yaml:1237 sample 3)"""
     dim = []
     correction = None
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_462(self):
-    """std.correction (ops.yaml:1231 sample 0)"""
+def case_468(self):
+    """std.correction (ops.yaml:1252 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_463(self):
-    """std.correction (ops.yaml:1231 sample 1)"""
+def case_469(self):
+    """std.correction (ops.yaml:1252 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_464(self):
-    """std.correction (ops.yaml:1231 sample 2)"""
+def case_470(self):
+    """std.correction (ops.yaml:1252 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_465(self):
-    """linalg_vector_norm (ops.yaml:1249 sample 0)"""
+def case_471(self):
+    """linalg_vector_norm (ops.yaml:1270 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2726,8 +2768,8 @@ def case_465(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_466(self):
-    """linalg_vector_norm (ops.yaml:1249 sample 1)"""
+def case_472(self):
+    """linalg_vector_norm (ops.yaml:1270 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2735,8 +2777,8 @@ def case_466(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_467(self):
-    """linalg_vector_norm (ops.yaml:1249 sample 2)"""
+def case_473(self):
+    """linalg_vector_norm (ops.yaml:1270 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2744,8 +2786,8 @@ def case_467(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_468(self):
-    """linalg_vector_norm (ops.yaml:1249 sample 3)"""
+def case_474(self):
+    """linalg_vector_norm (ops.yaml:1270 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2753,412 +2795,412 @@ def case_468(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_469(self, mat2):
-    """mm (ops.yaml:1336 sample 0)"""
+def case_475(self, mat2):
+    """mm (ops.yaml:1357 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_470(self, mat2):
-    """mm (ops.yaml:1336 sample 1)"""
+def case_476(self, mat2):
+    """mm (ops.yaml:1357 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_471(self, mat2):
-    """mm (ops.yaml:1336 sample 2)"""
+def case_477(self, mat2):
+    """mm (ops.yaml:1357 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_472(self, mat2):
-    """mm (ops.yaml:1336 sample 3)"""
+def case_478(self, mat2):
+    """mm (ops.yaml:1357 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
-
-
-def case_473(self, other):
-    """matmul (ops.yaml:1354 sample 0)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_474(self, other):
-    """matmul (ops.yaml:1354 sample 1)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_475(self, other):
-    """matmul (ops.yaml:1354 sample 2)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_476(self, other):
-    """matmul (ops.yaml:1354 sample 3)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_477(self, other):
-    """matmul (ops.yaml:1354 sample 4)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_478(self, other):
-    """matmul (ops.yaml:1354 sample 5)"""
-    return torch.ops.aten.matmul(self, other)
 
 
 def case_479(self, other):
-    """matmul (ops.yaml:1354 sample 6)"""
+    """matmul (ops.yaml:1375 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_480(self, other):
-    """matmul (ops.yaml:1354 sample 7)"""
+    """matmul (ops.yaml:1375 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_481(self, other):
-    """matmul (ops.yaml:1354 sample 8)"""
+    """matmul (ops.yaml:1375 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_482(self, other):
-    """matmul (ops.yaml:1354 sample 9)"""
+    """matmul (ops.yaml:1375 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_483(self, other):
-    """matmul (ops.yaml:1354 sample 10)"""
+    """matmul (ops.yaml:1375 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_484(self, mat2):
-    """bmm (ops.yaml:1384 sample 0)"""
+def case_484(self, other):
+    """matmul (ops.yaml:1375 sample 5)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_485(self, other):
+    """matmul (ops.yaml:1375 sample 6)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_486(self, other):
+    """matmul (ops.yaml:1375 sample 7)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_487(self, other):
+    """matmul (ops.yaml:1375 sample 8)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_488(self, other):
+    """matmul (ops.yaml:1375 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_489(self, other):
+    """matmul (ops.yaml:1375 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_490(self, mat2):
+    """bmm (ops.yaml:1405 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_485(self, mat2):
-    """bmm (ops.yaml:1384 sample 1)"""
+def case_491(self, mat2):
+    """bmm (ops.yaml:1405 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_486(self, mat2):
-    """bmm (ops.yaml:1384 sample 2)"""
+def case_492(self, mat2):
+    """bmm (ops.yaml:1405 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_487(self, mat2):
-    """bmm (ops.yaml:1384 sample 3)"""
+def case_493(self, mat2):
+    """bmm (ops.yaml:1405 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_488(self, mat1, mat2):
-    """addmm (ops.yaml:1411 sample 0)"""
+def case_494(self, mat1, mat2):
+    """addmm (ops.yaml:1432 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_489(self, mat1, mat2):
-    """addmm (ops.yaml:1411 sample 1)"""
+def case_495(self, mat1, mat2):
+    """addmm (ops.yaml:1432 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_490(self, mat1, mat2):
-    """addmm (ops.yaml:1411 sample 2)"""
+def case_496(self, mat1, mat2):
+    """addmm (ops.yaml:1432 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_491(self, mat1, mat2):
-    """addmm (ops.yaml:1411 sample 3)"""
+def case_497(self, mat1, mat2):
+    """addmm (ops.yaml:1432 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_492(self, mat1, mat2):
-    """addmm (ops.yaml:1411 sample 4)"""
+def case_498(self, mat1, mat2):
+    """addmm (ops.yaml:1432 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_493(self, batch1, batch2):
-    """baddbmm (ops.yaml:1443 sample 0)"""
+def case_499(self, batch1, batch2):
+    """baddbmm (ops.yaml:1464 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_494(self, batch1, batch2):
-    """baddbmm (ops.yaml:1443 sample 1)"""
+def case_500(self, batch1, batch2):
+    """baddbmm (ops.yaml:1464 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_495(self, batch1, batch2):
-    """baddbmm (ops.yaml:1443 sample 2)"""
+def case_501(self, batch1, batch2):
+    """baddbmm (ops.yaml:1464 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_496(self, batch1, batch2):
-    """baddbmm (ops.yaml:1443 sample 3)"""
+def case_502(self, batch1, batch2):
+    """baddbmm (ops.yaml:1464 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_497(self, batch1, batch2):
-    """baddbmm (ops.yaml:1443 sample 4)"""
+def case_503(self, batch1, batch2):
+    """baddbmm (ops.yaml:1464 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_498(self, tensor):
-    """dot (ops.yaml:1464 sample 0)"""
+def case_504(self, tensor):
+    """dot (ops.yaml:1485 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_499(self, tensor):
-    """dot (ops.yaml:1464 sample 1)"""
+def case_505(self, tensor):
+    """dot (ops.yaml:1485 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_500(self, tensor):
-    """dot (ops.yaml:1464 sample 2)"""
+def case_506(self, tensor):
+    """dot (ops.yaml:1485 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_501(self, vec2):
-    """outer (ops.yaml:1481 sample 0)"""
+def case_507(self, vec2):
+    """outer (ops.yaml:1502 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_502(self, vec2):
-    """outer (ops.yaml:1481 sample 1)"""
+def case_508(self, vec2):
+    """outer (ops.yaml:1502 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_503(self, vec2):
-    """outer (ops.yaml:1481 sample 2)"""
+def case_509(self, vec2):
+    """outer (ops.yaml:1502 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_504(input, weight, bias):
-    """linear (ops.yaml:1504 sample 0)"""
+def case_510(input, weight, bias):
+    """linear (ops.yaml:1525 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_505(input, weight, bias):
-    """linear (ops.yaml:1504 sample 1)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_506(input, weight):
-    """linear (ops.yaml:1504 sample 2)"""
-    bias = None
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_507(input, weight, bias):
-    """linear (ops.yaml:1504 sample 3)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_508(input, weight, bias):
-    """linear (ops.yaml:1504 sample 4)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_509(input, weight, bias):
-    """linear (ops.yaml:1504 sample 5)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_510(input, weight):
-    """linear (ops.yaml:1504 sample 6)"""
-    bias = None
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_511(input, weight):
-    """linear (ops.yaml:1504 sample 7)"""
-    bias = None
+def case_511(input, weight, bias):
+    """linear (ops.yaml:1525 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_512(input, weight):
-    """linear (ops.yaml:1504 sample 8)"""
+    """linear (ops.yaml:1525 sample 2)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_513(input, weight):
-    """linear (ops.yaml:1504 sample 9)"""
-    bias = None
+def case_513(input, weight, bias):
+    """linear (ops.yaml:1525 sample 3)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_514(input, weight):
-    """linear (ops.yaml:1504 sample 10)"""
-    bias = None
+def case_514(input, weight, bias):
+    """linear (ops.yaml:1525 sample 4)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_515(input, weight, bias):
-    """linear (ops.yaml:1504 sample 11)"""
+    """linear (ops.yaml:1525 sample 5)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_516(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1532 sample 0)"""
+def case_516(input, weight):
+    """linear (ops.yaml:1525 sample 6)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_517(input, weight):
+    """linear (ops.yaml:1525 sample 7)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_518(input, weight):
+    """linear (ops.yaml:1525 sample 8)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_519(input, weight):
+    """linear (ops.yaml:1525 sample 9)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_520(input, weight):
+    """linear (ops.yaml:1525 sample 10)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_521(input, weight, bias):
+    """linear (ops.yaml:1525 sample 11)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_522(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1553 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_517(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1532 sample 1)"""
+def case_523(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1553 sample 1)"""
     alpha = 2
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_518(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1532 sample 2)"""
+def case_524(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1553 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_519(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1532 sample 3)"""
+def case_525(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1553 sample 3)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_520(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1553 sample 0)"""
+def case_526(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1574 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_521(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1553 sample 1)"""
+def case_527(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1574 sample 1)"""
     alpha = 2
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_522(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1553 sample 2)"""
+def case_528(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1574 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_523(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1553 sample 3)"""
+def case_529(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1574 sample 3)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_524(self):
-    """t (ops.yaml:1571 sample 0)"""
+def case_530(self):
+    """t (ops.yaml:1592 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_525(self):
-    """t (ops.yaml:1571 sample 1)"""
+def case_531(self):
+    """t (ops.yaml:1592 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_526(self):
-    """transpose (ops.yaml:1582 sample 0)"""
+def case_532(self):
+    """transpose (ops.yaml:1603 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_527(self):
-    """transpose (ops.yaml:1582 sample 1)"""
+def case_533(self):
+    """transpose (ops.yaml:1603 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_528(self):
-    """permute (ops.yaml:1596 sample 0)"""
+def case_534(self):
+    """permute (ops.yaml:1617 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_529(self):
-    """view (ops.yaml:1605 sample 0)"""
+def case_535(self):
+    """view (ops.yaml:1626 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_530(self):
-    """view (ops.yaml:1605 sample 1)"""
+def case_536(self):
+    """view (ops.yaml:1626 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_531(self):
-    """reshape (ops.yaml:1615 sample 0)"""
+def case_537(self):
+    """reshape (ops.yaml:1636 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_532(self):
-    """reshape (ops.yaml:1615 sample 1)"""
+def case_538(self):
+    """reshape (ops.yaml:1636 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_533(self):
-    """expand (ops.yaml:1625 sample 0)"""
+def case_539(self):
+    """expand (ops.yaml:1646 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_534(self):
-    """expand (ops.yaml:1625 sample 1)"""
+def case_540(self):
+    """expand (ops.yaml:1646 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_535(self):
-    """squeeze (ops.yaml:1635 sample 0)"""
+def case_541(self):
+    """squeeze (ops.yaml:1656 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_536(self):
-    """squeeze.dim (ops.yaml:1645 sample 0)"""
+def case_542(self):
+    """squeeze.dim (ops.yaml:1666 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_537(self):
-    """squeeze.dim (ops.yaml:1645 sample 1)"""
+def case_543(self):
+    """squeeze.dim (ops.yaml:1666 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_538(self):
-    """unsqueeze (ops.yaml:1656 sample 0)"""
+def case_544(self):
+    """unsqueeze (ops.yaml:1677 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_539(self):
-    """unsqueeze (ops.yaml:1656 sample 1)"""
+def case_545(self):
+    """unsqueeze (ops.yaml:1677 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_540(self):
-    """slice (ops.yaml:1670 sample 0)"""
+def case_546(self):
+    """slice (ops.yaml:1691 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -3166,8 +3208,8 @@ def case_540(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_541(self):
-    """slice (ops.yaml:1670 sample 1)"""
+def case_547(self):
+    """slice (ops.yaml:1691 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -3175,1144 +3217,1090 @@ def case_541(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_542(self):
-    """select (ops.yaml:1681 sample 0)"""
+def case_548(self):
+    """select (ops.yaml:1702 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_543(self):
-    """select (ops.yaml:1681 sample 1)"""
+def case_549(self):
+    """select (ops.yaml:1702 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_544(self):
-    """contiguous (ops.yaml:1691 sample 0)"""
+def case_550(self):
+    """contiguous (ops.yaml:1712 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_545(self):
-    """flatten.using_ints (ops.yaml:1704 sample 0)"""
+def case_551(self):
+    """flatten.using_ints (ops.yaml:1725 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_546(self):
-    """flatten.using_ints (ops.yaml:1704 sample 1)"""
+def case_552(self):
+    """flatten.using_ints (ops.yaml:1725 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_547(self):
-    """flatten.using_ints (ops.yaml:1704 sample 2)"""
+def case_553(self):
+    """flatten.using_ints (ops.yaml:1725 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_548(self):
-    """flatten.using_ints (ops.yaml:1704 sample 3)"""
+def case_554(self):
+    """flatten.using_ints (ops.yaml:1725 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_549(self):
-    """flatten.using_ints (ops.yaml:1704 sample 4)"""
+def case_555(self):
+    """flatten.using_ints (ops.yaml:1725 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_550(self):
-    """unflatten.int (ops.yaml:1723 sample 0)"""
+def case_556(self):
+    """unflatten.int (ops.yaml:1744 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_551(self):
-    """unflatten.int (ops.yaml:1723 sample 1)"""
+def case_557(self):
+    """unflatten.int (ops.yaml:1744 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_552(self):
-    """unflatten.int (ops.yaml:1723 sample 2)"""
+def case_558(self):
+    """unflatten.int (ops.yaml:1744 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_553(self):
-    """unflatten.int (ops.yaml:1723 sample 3)"""
+def case_559(self):
+    """unflatten.int (ops.yaml:1744 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_554(self):
-    """broadcast_to (ops.yaml:1735 sample 0)"""
+def case_560(self):
+    """broadcast_to (ops.yaml:1756 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_555(self):
-    """broadcast_to (ops.yaml:1735 sample 1)"""
+def case_561(self):
+    """broadcast_to (ops.yaml:1756 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_556(self):
-    """broadcast_to (ops.yaml:1735 sample 2)"""
+def case_562(self):
+    """broadcast_to (ops.yaml:1756 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_557(self):
-    """broadcast_to (ops.yaml:1735 sample 3)"""
+def case_563(self):
+    """broadcast_to (ops.yaml:1756 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_558(self):
-    """narrow (ops.yaml:1753 sample 0)"""
+def case_564(self):
+    """narrow (ops.yaml:1774 sample 0)"""
     dim = 0
     start = 1
     length = 3
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_559(self):
-    """narrow (ops.yaml:1753 sample 1)"""
+def case_565(self):
+    """narrow (ops.yaml:1774 sample 1)"""
     dim = 1
     start = -3
     length = 2
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_560(self):
-    """narrow (ops.yaml:1753 sample 2)"""
+def case_566(self):
+    """narrow (ops.yaml:1774 sample 2)"""
     dim = 0
     start = 2
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_561(self):
-    """narrow (ops.yaml:1753 sample 3)"""
+def case_567(self):
+    """narrow (ops.yaml:1774 sample 3)"""
     dim = 1
     start = 3
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_562(self):
-    """repeat (ops.yaml:1768 sample 0)"""
+def case_568(self):
+    """repeat (ops.yaml:1789 sample 0)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_563(self):
-    """repeat (ops.yaml:1768 sample 1)"""
+def case_569(self):
+    """repeat (ops.yaml:1789 sample 1)"""
     repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_564(self):
-    """repeat (ops.yaml:1768 sample 2)"""
+def case_570(self):
+    """repeat (ops.yaml:1789 sample 2)"""
     repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_565(self):
-    """repeat (ops.yaml:1768 sample 3)"""
+def case_571(self):
+    """repeat (ops.yaml:1789 sample 3)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_566(self):
-    """repeat (ops.yaml:1768 sample 4)"""
+def case_572(self):
+    """repeat (ops.yaml:1789 sample 4)"""
     repeats = [3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_567(self):
-    """repeat (ops.yaml:1768 sample 5)"""
+def case_573(self):
+    """repeat (ops.yaml:1789 sample 5)"""
     repeats = [0]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_568(self):
-    """flip (ops.yaml:1783 sample 0)"""
+def case_574(self):
+    """flip (ops.yaml:1804 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_569(self):
-    """flip (ops.yaml:1783 sample 1)"""
+def case_575(self):
+    """flip (ops.yaml:1804 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_570(self):
-    """flip (ops.yaml:1783 sample 2)"""
+def case_576(self):
+    """flip (ops.yaml:1804 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_571(self):
-    """flip (ops.yaml:1783 sample 3)"""
+def case_577(self):
+    """flip (ops.yaml:1804 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_572(self):
-    """flip (ops.yaml:1783 sample 4)"""
+def case_578(self):
+    """flip (ops.yaml:1804 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
-def case_573(self):
-    """roll (ops.yaml:1800 sample 0)"""
+def case_579(self):
+    """roll (ops.yaml:1821 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_574(self):
-    """roll (ops.yaml:1800 sample 1)"""
+def case_580(self):
+    """roll (ops.yaml:1821 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_575(self):
-    """roll (ops.yaml:1800 sample 2)"""
+def case_581(self):
+    """roll (ops.yaml:1821 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_576(self):
-    """roll (ops.yaml:1800 sample 3)"""
+def case_582(self):
+    """roll (ops.yaml:1821 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_577(self):
-    """roll (ops.yaml:1800 sample 4)"""
+def case_583(self):
+    """roll (ops.yaml:1821 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_578(self):
-    """tril (ops.yaml:1824 sample 0)"""
+def case_584(self):
+    """tril (ops.yaml:1845 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_579(self):
-    """tril (ops.yaml:1824 sample 1)"""
+def case_585(self):
+    """tril (ops.yaml:1845 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_580(self):
-    """tril (ops.yaml:1824 sample 2)"""
+def case_586(self):
+    """tril (ops.yaml:1845 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_581(self):
-    """tril (ops.yaml:1824 sample 3)"""
+def case_587(self):
+    """tril (ops.yaml:1845 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_582(self):
-    """tril (ops.yaml:1824 sample 4)"""
+def case_588(self):
+    """tril (ops.yaml:1845 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_583(self):
-    """triu (ops.yaml:1840 sample 0)"""
+def case_589(self):
+    """triu (ops.yaml:1861 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_584(self):
-    """triu (ops.yaml:1840 sample 1)"""
+def case_590(self):
+    """triu (ops.yaml:1861 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_585(self):
-    """triu (ops.yaml:1840 sample 2)"""
+def case_591(self):
+    """triu (ops.yaml:1861 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_586(self):
-    """triu (ops.yaml:1840 sample 3)"""
+def case_592(self):
+    """triu (ops.yaml:1861 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_587(self):
-    """triu (ops.yaml:1840 sample 4)"""
+def case_593(self):
+    """triu (ops.yaml:1861 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_588(self):
-    """pad (ops.yaml:1854 sample 0)"""
+def case_594(self):
+    """pad (ops.yaml:1875 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_589(self):
-    """pad (ops.yaml:1854 sample 1)"""
+def case_595(self):
+    """pad (ops.yaml:1875 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
     value = 1.5
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_590(self):
-    """pad (ops.yaml:1854 sample 2)"""
+def case_596(self):
+    """pad (ops.yaml:1875 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_591(self):
-    """pad (ops.yaml:1854 sample 3)"""
+def case_597(self):
+    """pad (ops.yaml:1875 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_592(self):
-    """pad (ops.yaml:1854 sample 4)"""
+def case_598(self):
+    """pad (ops.yaml:1875 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_593(self):
-    """pad (ops.yaml:1854 sample 5)"""
+def case_599(self):
+    """pad (ops.yaml:1875 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_594(self):
-    """pad (ops.yaml:1854 sample 6)"""
+def case_600(self):
+    """pad (ops.yaml:1875 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_595(self):
-    """pad (ops.yaml:1854 sample 7)"""
+def case_601(self):
+    """pad (ops.yaml:1875 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_596(tensors_0, tensors_1):
-    """cat (ops.yaml:1874 sample 0)"""
+def case_602(tensors_0, tensors_1):
+    """cat (ops.yaml:1895 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_597(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1874 sample 1)"""
+def case_603(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1895 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.cat(tensors, dim)
-
-
-def case_598(tensors_0, tensors_1):
-    """cat (ops.yaml:1874 sample 2)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 1
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_599(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1874 sample 3)"""
-    tensors = [tensors_0, tensors_1, tensors_2]
-    dim = 0
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_600(tensors_0, tensors_1):
-    """cat (ops.yaml:1874 sample 4)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 0
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_601(tensors_0, tensors_1):
-    """stack (ops.yaml:1895 sample 0)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 0
-    return torch.ops.aten.stack(tensors, dim)
-
-
-def case_602(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1895 sample 1)"""
-    tensors = [tensors_0, tensors_1, tensors_2]
-    dim = -1
-    return torch.ops.aten.stack(tensors, dim)
-
-
-def case_603(tensors_0, tensors_1):
-    """stack (ops.yaml:1895 sample 2)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 1
-    return torch.ops.aten.stack(tensors, dim)
 
 
 def case_604(tensors_0, tensors_1):
-    """stack (ops.yaml:1895 sample 3)"""
+    """cat (ops.yaml:1895 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_605(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1895 sample 3)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_606(tensors_0, tensors_1):
+    """cat (ops.yaml:1895 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_607(tensors_0, tensors_1):
+    """stack (ops.yaml:1916 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_605(tensors_0, tensors_1):
-    """stack (ops.yaml:1895 sample 4)"""
+def case_608(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1916 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_609(tensors_0, tensors_1):
+    """stack (ops.yaml:1916 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_610(tensors_0, tensors_1):
+    """stack (ops.yaml:1916 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_606(self):
-    """split.Tensor (ops.yaml:1909 sample 0)"""
+def case_611(tensors_0, tensors_1):
+    """stack (ops.yaml:1916 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_612(self):
+    """split.Tensor (ops.yaml:1930 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_607(self):
-    """split.Tensor (ops.yaml:1909 sample 1)"""
+def case_613(self):
+    """split.Tensor (ops.yaml:1930 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_608(self):
-    """split.Tensor (ops.yaml:1909 sample 2)"""
+def case_614(self):
+    """split.Tensor (ops.yaml:1930 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_609(self):
-    """split.Tensor (ops.yaml:1909 sample 3)"""
+def case_615(self):
+    """split.Tensor (ops.yaml:1930 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_610(self):
-    """split_with_sizes (ops.yaml:1922 sample 0)"""
+def case_616(self):
+    """split_with_sizes (ops.yaml:1943 sample 0)"""
     split_sizes = [2, 3]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_611(self):
-    """split_with_sizes (ops.yaml:1922 sample 1)"""
+def case_617(self):
+    """split_with_sizes (ops.yaml:1943 sample 1)"""
     split_sizes = [1, 0, 5]
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_612(self):
-    """split_with_sizes (ops.yaml:1922 sample 2)"""
+def case_618(self):
+    """split_with_sizes (ops.yaml:1943 sample 2)"""
     split_sizes = [1, 3]
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_613(self):
-    """split_with_sizes (ops.yaml:1922 sample 3)"""
+def case_619(self):
+    """split_with_sizes (ops.yaml:1943 sample 3)"""
     split_sizes = [0, 0]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_614(self):
-    """chunk (ops.yaml:1935 sample 0)"""
+def case_620(self):
+    """chunk (ops.yaml:1956 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_615(self):
-    """chunk (ops.yaml:1935 sample 1)"""
+def case_621(self):
+    """chunk (ops.yaml:1956 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_616(self):
-    """chunk (ops.yaml:1935 sample 2)"""
+def case_622(self):
+    """chunk (ops.yaml:1956 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_617(self):
-    """chunk (ops.yaml:1935 sample 3)"""
+def case_623(self):
+    """chunk (ops.yaml:1956 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_618(self):
-    """unbind.int (ops.yaml:1948 sample 0)"""
+def case_624(self):
+    """unbind.int (ops.yaml:1969 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_619(self):
-    """unbind.int (ops.yaml:1948 sample 1)"""
+def case_625(self):
+    """unbind.int (ops.yaml:1969 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_620(self):
-    """unbind.int (ops.yaml:1948 sample 2)"""
+def case_626(self):
+    """unbind.int (ops.yaml:1969 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_621(self):
-    """unbind.int (ops.yaml:1948 sample 3)"""
+def case_627(self):
+    """unbind.int (ops.yaml:1969 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_622(self, index):
-    """index_select (ops.yaml:1965 sample 0)"""
+def case_628(self, index):
+    """index_select (ops.yaml:1986 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_623(self, index):
-    """index_select (ops.yaml:1965 sample 1)"""
+def case_629(self, index):
+    """index_select (ops.yaml:1986 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_624(self, index):
-    """index_select (ops.yaml:1965 sample 2)"""
+def case_630(self, index):
+    """index_select (ops.yaml:1986 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_625(self, index):
-    """index_select (ops.yaml:1965 sample 3)"""
+def case_631(self, index):
+    """index_select (ops.yaml:1986 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_626(self, index):
-    """index_select (ops.yaml:1965 sample 4)"""
+def case_632(self, index):
+    """index_select (ops.yaml:1986 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_627(self, index):
-    """index_select (ops.yaml:1965 sample 5)"""
+def case_633(self, index):
+    """index_select (ops.yaml:1986 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_628(self, index, source):
-    """index_add (ops.yaml:1989 sample 0)"""
+def case_634(self, index, source):
+    """index_add (ops.yaml:2010 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_629(self, index, source):
-    """index_add (ops.yaml:1989 sample 1)"""
+def case_635(self, index, source):
+    """index_add (ops.yaml:2010 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_630(self, index, source):
-    """index_add (ops.yaml:1989 sample 2)"""
+def case_636(self, index, source):
+    """index_add (ops.yaml:2010 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_631(self, index, source):
-    """index_add (ops.yaml:1989 sample 3)"""
+def case_637(self, index, source):
+    """index_add (ops.yaml:2010 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_632(self, index, source):
-    """index_add (ops.yaml:1989 sample 4)"""
+def case_638(self, index, source):
+    """index_add (ops.yaml:2010 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_633(self, index, source):
-    """index_copy (ops.yaml:2004 sample 0)"""
+def case_639(self, index, source):
+    """index_copy (ops.yaml:2025 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_634(self, index, source):
-    """index_copy (ops.yaml:2004 sample 1)"""
+def case_640(self, index, source):
+    """index_copy (ops.yaml:2025 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_635(self, index, source):
-    """index_copy (ops.yaml:2004 sample 2)"""
+def case_641(self, index, source):
+    """index_copy (ops.yaml:2025 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_636(self, index):
-    """gather (ops.yaml:2017 sample 0)"""
+def case_642(self, index):
+    """gather (ops.yaml:2038 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_637(self, index):
-    """gather (ops.yaml:2017 sample 1)"""
+def case_643(self, index):
+    """gather (ops.yaml:2038 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_638(self, index):
-    """gather (ops.yaml:2017 sample 2)"""
+def case_644(self, index):
+    """gather (ops.yaml:2038 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_639(self, index):
-    """gather (ops.yaml:2017 sample 3)"""
-    dim = 1
-    sparse_grad = False
-    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
-
-
-def case_640(self, index):
-    """gather (ops.yaml:2017 sample 4)"""
-    dim = 0
-    sparse_grad = False
-    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
-
-
-def case_641(self, index, src):
-    """scatter.src (ops.yaml:2040 sample 0)"""
-    dim = 1
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
-def case_642(self, index, src):
-    """scatter.src (ops.yaml:2040 sample 1)"""
-    dim = 0
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
-def case_643(self, index, src):
-    """scatter.src (ops.yaml:2040 sample 2)"""
-    dim = 0
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
-def case_644(self, index, src):
-    """scatter.src (ops.yaml:2040 sample 3)"""
-    dim = 0
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
 def case_645(self, index):
-    """scatter.value (ops.yaml:2061 sample 0)"""
+    """gather (ops.yaml:2038 sample 3)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_646(self, index):
+    """gather (ops.yaml:2038 sample 4)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_647(self, index, src):
+    """scatter.src (ops.yaml:2061 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_648(self, index, src):
+    """scatter.src (ops.yaml:2061 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_649(self, index, src):
+    """scatter.src (ops.yaml:2061 sample 2)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_650(self, index, src):
+    """scatter.src (ops.yaml:2061 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_651(self, index):
+    """scatter.value (ops.yaml:2082 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_646(self, index):
-    """scatter.value (ops.yaml:2061 sample 1)"""
+def case_652(self, index):
+    """scatter.value (ops.yaml:2082 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_647(self, index):
-    """scatter.value (ops.yaml:2061 sample 2)"""
+def case_653(self, index):
+    """scatter.value (ops.yaml:2082 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_648(self, index, src):
-    """scatter_add (ops.yaml:2074 sample 0)"""
+def case_654(self, index, src):
+    """scatter_add (ops.yaml:2095 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_649(self, index, src):
-    """scatter_add (ops.yaml:2074 sample 1)"""
+def case_655(self, index, src):
+    """scatter_add (ops.yaml:2095 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_650(self, index, src):
-    """scatter_add (ops.yaml:2074 sample 2)"""
+def case_656(self, index, src):
+    """scatter_add (ops.yaml:2095 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_651(self, index, src):
-    """scatter_add (ops.yaml:2074 sample 3)"""
+def case_657(self, index, src):
+    """scatter_add (ops.yaml:2095 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_652(self, index, src):
-    """scatter_add (ops.yaml:2074 sample 4)"""
+def case_658(self, index, src):
+    """scatter_add (ops.yaml:2095 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_653(weight, indices):
-    """embedding (ops.yaml:2093 sample 0)"""
+def case_659(weight, indices):
+    """embedding (ops.yaml:2114 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_654(weight, indices):
-    """embedding (ops.yaml:2093 sample 1)"""
+def case_660(weight, indices):
+    """embedding (ops.yaml:2114 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_655(weight, indices):
-    """embedding (ops.yaml:2093 sample 2)"""
+def case_661(weight, indices):
+    """embedding (ops.yaml:2114 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_656(weight, indices):
-    """embedding (ops.yaml:2093 sample 3)"""
+def case_662(weight, indices):
+    """embedding (ops.yaml:2114 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_657(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2107 sample 0)"""
+def case_663(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2128 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_658(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2107 sample 1)"""
+def case_664(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2128 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_659(self):
-    """one_hot (ops.yaml:2134 sample 0)"""
+def case_665(self):
+    """one_hot (ops.yaml:2155 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_660(self):
-    """one_hot (ops.yaml:2134 sample 1)"""
+def case_666(self):
+    """one_hot (ops.yaml:2155 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_661(self):
-    """one_hot (ops.yaml:2134 sample 2)"""
+def case_667(self):
+    """one_hot (ops.yaml:2155 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_662(self):
-    """one_hot (ops.yaml:2134 sample 3)"""
+def case_668(self):
+    """one_hot (ops.yaml:2155 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_663(self):
-    """nonzero (ops.yaml:2146 sample 0)"""
+def case_669(self):
+    """nonzero (ops.yaml:2167 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_664(self):
-    """nonzero (ops.yaml:2146 sample 1)"""
+def case_670(self):
+    """nonzero (ops.yaml:2167 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_665(self):
-    """nonzero (ops.yaml:2146 sample 2)"""
+def case_671(self):
+    """nonzero (ops.yaml:2167 sample 2)"""
     return torch.ops.aten.nonzero(self)
-
-
-def case_666(self):
-    """nonzero (ops.yaml:2146 sample 3)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_667(self, mask):
-    """masked_select (ops.yaml:2159 sample 0)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_668(self, mask):
-    """masked_select (ops.yaml:2159 sample 1)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_669(self, mask):
-    """masked_select (ops.yaml:2159 sample 2)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_670(self, mask):
-    """masked_select (ops.yaml:2159 sample 3)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_671(self, mask):
-    """masked_select (ops.yaml:2159 sample 4)"""
-    return torch.ops.aten.masked_select(self, mask)
 
 
 def case_672(self):
-    """argsort (ops.yaml:2174 sample 0)"""
+    """nonzero (ops.yaml:2167 sample 3)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_673(self, mask):
+    """masked_select (ops.yaml:2180 sample 0)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_674(self, mask):
+    """masked_select (ops.yaml:2180 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_675(self, mask):
+    """masked_select (ops.yaml:2180 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_676(self, mask):
+    """masked_select (ops.yaml:2180 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_677(self, mask):
+    """masked_select (ops.yaml:2180 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_678(self):
+    """argsort (ops.yaml:2195 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_673(self):
-    """argsort (ops.yaml:2174 sample 1)"""
+def case_679(self):
+    """argsort (ops.yaml:2195 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_674(self):
-    """argsort (ops.yaml:2174 sample 2)"""
+def case_680(self):
+    """argsort (ops.yaml:2195 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_675(self):
-    """argsort (ops.yaml:2174 sample 3)"""
+def case_681(self):
+    """argsort (ops.yaml:2195 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_676(self):
-    """argsort (ops.yaml:2174 sample 4)"""
+def case_682(self):
+    """argsort (ops.yaml:2195 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_677(self):
-    """argsort.stable (ops.yaml:2190 sample 0)"""
+def case_683(self):
+    """argsort.stable (ops.yaml:2211 sample 0)"""
     stable = True
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_678(self):
-    """argsort.stable (ops.yaml:2190 sample 1)"""
+def case_684(self):
+    """argsort.stable (ops.yaml:2211 sample 1)"""
     stable = False
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_679(self, indices_0):
-    """index.Tensor (ops.yaml:2201 sample 0)"""
+def case_685(self, indices_0):
+    """index.Tensor (ops.yaml:2222 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_680(self, indices_1):
-    """index.Tensor (ops.yaml:2201 sample 1)"""
+def case_686(self, indices_1):
+    """index.Tensor (ops.yaml:2222 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_681(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2201 sample 2)"""
+def case_687(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2222 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
-def case_682(self, indices_0):
-    """index.Tensor (ops.yaml:2201 sample 3)"""
+def case_688(self, indices_0):
+    """index.Tensor (ops.yaml:2222 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_683(self, indices_1):
-    """index.Tensor (ops.yaml:2201 sample 4)"""
+def case_689(self, indices_1):
+    """index.Tensor (ops.yaml:2222 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_684(self, indices_1):
-    """index.Tensor (ops.yaml:2201 sample 5)"""
+def case_690(self, indices_1):
+    """index.Tensor (ops.yaml:2222 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_685(self, indices_0, values):
-    """index_put (ops.yaml:2216 sample 0)"""
+def case_691(self, indices_0, values):
+    """index_put (ops.yaml:2237 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_686(self, indices_1, values):
-    """index_put (ops.yaml:2216 sample 1)"""
+def case_692(self, indices_1, values):
+    """index_put (ops.yaml:2237 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_687(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2216 sample 2)"""
+def case_693(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2237 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_688(self, indices_0, values):
-    """index_put (ops.yaml:2216 sample 3)"""
+def case_694(self, indices_0, values):
+    """index_put (ops.yaml:2237 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_689(self, indices_1, values):
-    """index_put (ops.yaml:2216 sample 4)"""
+def case_695(self, indices_1, values):
+    """index_put (ops.yaml:2237 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_690(self):
-    """sort (ops.yaml:2231 sample 0 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_691(self):
-    """sort (ops.yaml:2231 sample 0 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_692(self):
-    """sort (ops.yaml:2231 sample 1 result values)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_693(self):
-    """sort (ops.yaml:2231 sample 1 result indices)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_694(self):
-    """sort (ops.yaml:2231 sample 2 result values)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_695(self):
-    """sort (ops.yaml:2231 sample 2 result indices)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
 def case_696(self):
-    """sort (ops.yaml:2231 sample 3 result values)"""
+    """sort (ops.yaml:2252 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_697(self):
-    """sort (ops.yaml:2231 sample 3 result indices)"""
+    """sort (ops.yaml:2252 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_698(self):
-    """sort (ops.yaml:2231 sample 4 result values)"""
+    """sort (ops.yaml:2252 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_699(self):
+    """sort (ops.yaml:2252 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_700(self):
+    """sort (ops.yaml:2252 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_701(self):
+    """sort (ops.yaml:2252 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_702(self):
+    """sort (ops.yaml:2252 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_699(self):
-    """sort (ops.yaml:2231 sample 4 result indices)"""
+def case_703(self):
+    """sort (ops.yaml:2252 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_700(self):
-    """sort.stable (ops.yaml:2247 sample 0 result values)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
-def case_701(self):
-    """sort.stable (ops.yaml:2247 sample 0 result indices)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
-
-
-def case_702(self):
-    """sort.stable (ops.yaml:2247 sample 1 result values)"""
-    stable = True
-    dim = 0
-    descending = True
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
-def case_703(self):
-    """sort.stable (ops.yaml:2247 sample 1 result indices)"""
-    stable = True
-    dim = 0
-    descending = True
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
-
-
 def case_704(self):
-    """topk (ops.yaml:2261 sample 0 result values)"""
-    k = 2
+    """sort (ops.yaml:2252 sample 4 result values)"""
     dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_705(self):
-    """topk (ops.yaml:2261 sample 0 result indices)"""
-    k = 2
+    """sort (ops.yaml:2252 sample 4 result indices)"""
     dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_706(self):
-    """topk (ops.yaml:2261 sample 1 result values)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    """sort.stable (ops.yaml:2268 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
 def case_707(self):
-    """topk (ops.yaml:2261 sample 1 result indices)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    """sort.stable (ops.yaml:2268 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
 def case_708(self):
-    """topk (ops.yaml:2261 sample 2 result values)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    """sort.stable (ops.yaml:2268 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
 def case_709(self):
-    """topk (ops.yaml:2261 sample 2 result indices)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    """sort.stable (ops.yaml:2268 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
 def case_710(self):
-    """topk (ops.yaml:2261 sample 3 result values)"""
-    k = 0
+    """topk (ops.yaml:2282 sample 0 result values)"""
+    k = 2
     dim = -1
     largest = True
     sorted = True
@@ -4320,8 +4308,8 @@ def case_710(self):
 
 
 def case_711(self):
-    """topk (ops.yaml:2261 sample 3 result indices)"""
-    k = 0
+    """topk (ops.yaml:2282 sample 0 result indices)"""
+    k = 2
     dim = -1
     largest = True
     sorted = True
@@ -4329,7 +4317,61 @@ def case_711(self):
 
 
 def case_712(self):
-    """topk (ops.yaml:2261 sample 4 result values)"""
+    """topk (ops.yaml:2282 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_713(self):
+    """topk (ops.yaml:2282 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_714(self):
+    """topk (ops.yaml:2282 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_715(self):
+    """topk (ops.yaml:2282 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_716(self):
+    """topk (ops.yaml:2282 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_717(self):
+    """topk (ops.yaml:2282 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_718(self):
+    """topk (ops.yaml:2282 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -4337,8 +4379,8 @@ def case_712(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_713(self):
-    """topk (ops.yaml:2261 sample 4 result indices)"""
+def case_719(self):
+    """topk (ops.yaml:2282 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -4346,8 +4388,8 @@ def case_713(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_714(self):
-    """avg_pool2d (ops.yaml:2283 sample 0)"""
+def case_720(self):
+    """avg_pool2d (ops.yaml:2304 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4357,8 +4399,8 @@ def case_714(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_715(self):
-    """avg_pool2d (ops.yaml:2283 sample 1)"""
+def case_721(self):
+    """avg_pool2d (ops.yaml:2304 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4368,8 +4410,8 @@ def case_715(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_716(self):
-    """avg_pool2d (ops.yaml:2283 sample 2)"""
+def case_722(self):
+    """avg_pool2d (ops.yaml:2304 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4379,8 +4421,8 @@ def case_716(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_717(self):
-    """avg_pool2d (ops.yaml:2283 sample 3)"""
+def case_723(self):
+    """avg_pool2d (ops.yaml:2304 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4390,32 +4432,32 @@ def case_717(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_718(self):
-    """adaptive_avg_pool2d (ops.yaml:2302 sample 0)"""
+def case_724(self):
+    """adaptive_avg_pool2d (ops.yaml:2323 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_719(self):
-    """adaptive_avg_pool2d (ops.yaml:2302 sample 1)"""
+def case_725(self):
+    """adaptive_avg_pool2d (ops.yaml:2323 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_720(self):
-    """adaptive_avg_pool2d (ops.yaml:2302 sample 2)"""
+def case_726(self):
+    """adaptive_avg_pool2d (ops.yaml:2323 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_721(self):
-    """adaptive_avg_pool2d (ops.yaml:2302 sample 3)"""
+def case_727(self):
+    """adaptive_avg_pool2d (ops.yaml:2323 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_722(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2317 sample 0)"""
+def case_728(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2338 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4425,8 +4467,8 @@ def case_722(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_723(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2317 sample 1)"""
+def case_729(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2338 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4436,14 +4478,14 @@ def case_723(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_724(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2330 sample 0)"""
+def case_730(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2351 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_725(input, weight, bias):
-    """conv2d (ops.yaml:2377 sample 0)"""
+def case_731(input, weight, bias):
+    """conv2d (ops.yaml:2398 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4451,8 +4493,8 @@ def case_725(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_726(input, weight, bias):
-    """conv2d (ops.yaml:2377 sample 1)"""
+def case_732(input, weight, bias):
+    """conv2d (ops.yaml:2398 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4460,8 +4502,8 @@ def case_726(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_727(input, weight, bias):
-    """conv2d (ops.yaml:2377 sample 2)"""
+def case_733(input, weight, bias):
+    """conv2d (ops.yaml:2398 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4469,8 +4511,8 @@ def case_727(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_728(input, weight, bias):
-    """conv2d (ops.yaml:2377 sample 3)"""
+def case_734(input, weight, bias):
+    """conv2d (ops.yaml:2398 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4478,8 +4520,8 @@ def case_728(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_729(input, weight, bias):
-    """conv2d (ops.yaml:2377 sample 4)"""
+def case_735(input, weight, bias):
+    """conv2d (ops.yaml:2398 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4487,8 +4529,8 @@ def case_729(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_730(input, weight):
-    """conv2d (ops.yaml:2377 sample 5)"""
+def case_736(input, weight):
+    """conv2d (ops.yaml:2398 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4497,8 +4539,8 @@ def case_730(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_731(input, weight, bias):
-    """conv2d.padding (ops.yaml:2399 sample 0)"""
+def case_737(input, weight, bias):
+    """conv2d.padding (ops.yaml:2420 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4506,8 +4548,8 @@ def case_731(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_732(input, weight, bias):
-    """conv2d.padding (ops.yaml:2399 sample 1)"""
+def case_738(input, weight, bias):
+    """conv2d.padding (ops.yaml:2420 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4515,8 +4557,8 @@ def case_732(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_733(input, weight, bias):
-    """conv2d.padding (ops.yaml:2399 sample 2)"""
+def case_739(input, weight, bias):
+    """conv2d.padding (ops.yaml:2420 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4524,8 +4566,8 @@ def case_733(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_734(input, weight, bias):
-    """conv1d (ops.yaml:2419 sample 0)"""
+def case_740(input, weight, bias):
+    """conv1d (ops.yaml:2440 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4533,8 +4575,8 @@ def case_734(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_735(input, weight, bias):
-    """conv1d (ops.yaml:2419 sample 1)"""
+def case_741(input, weight, bias):
+    """conv1d (ops.yaml:2440 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4542,8 +4584,8 @@ def case_735(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_736(input, weight, bias):
-    """conv1d (ops.yaml:2419 sample 2)"""
+def case_742(input, weight, bias):
+    """conv1d (ops.yaml:2440 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4551,8 +4593,8 @@ def case_736(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_737(input, weight, bias):
-    """conv1d.padding (ops.yaml:2438 sample 0)"""
+def case_743(input, weight, bias):
+    """conv1d.padding (ops.yaml:2459 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4560,8 +4602,8 @@ def case_737(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_738(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2456 sample 0)"""
+def case_744(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2477 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4570,8 +4612,8 @@ def case_738(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_739(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2456 sample 1)"""
+def case_745(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2477 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4580,8 +4622,8 @@ def case_739(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_740(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2456 sample 2)"""
+def case_746(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2477 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4590,8 +4632,8 @@ def case_740(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_741(input, weight):
-    """conv_transpose2d.input (ops.yaml:2456 sample 3)"""
+def case_747(input, weight):
+    """conv_transpose2d.input (ops.yaml:2477 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4601,8 +4643,8 @@ def case_741(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_742(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2456 sample 4)"""
+def case_748(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2477 sample 4)"""
     stride = [1, 2]
     padding = [1, 1]
     output_padding = [1, 2]
@@ -4611,8 +4653,8 @@ def case_742(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_743(input, weight):
-    """conv_transpose2d.input (ops.yaml:2456 sample 5)"""
+def case_749(input, weight):
+    """conv_transpose2d.input (ops.yaml:2477 sample 5)"""
     bias = None
     stride = []
     padding = []
@@ -4622,8 +4664,8 @@ def case_743(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_744(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2475 sample 0)"""
+def case_750(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2496 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4632,8 +4674,8 @@ def case_744(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_745(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2475 sample 1)"""
+def case_751(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2496 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4642,8 +4684,8 @@ def case_745(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_746(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2488 sample 0)"""
+def case_752(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2509 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4652,8 +4694,8 @@ def case_746(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_747(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2488 sample 1)"""
+def case_753(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2509 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4662,79 +4704,19 @@ def case_747(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_748(grad_output):
-    """conv2d_backward_bias (ops.yaml:2502 sample 0)"""
+def case_754(grad_output):
+    """conv2d_backward_bias (ops.yaml:2523 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_749(grad_output):
-    """conv2d_backward_bias (ops.yaml:2502 sample 1)"""
+def case_755(grad_output):
+    """conv2d_backward_bias (ops.yaml:2523 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
-
-
-def case_750(self):
-    """max_pool2d_with_indices (ops.yaml:2520 sample 0 result values)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_751(self):
-    """max_pool2d_with_indices (ops.yaml:2520 sample 0 result indices)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_752(self):
-    """max_pool2d_with_indices (ops.yaml:2520 sample 1 result values)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_753(self):
-    """max_pool2d_with_indices (ops.yaml:2520 sample 1 result indices)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_754(self):
-    """max_pool2d_with_indices (ops.yaml:2520 sample 2 result values)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_755(self):
-    """max_pool2d_with_indices (ops.yaml:2520 sample 2 result indices)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
 def case_756(self):
-    """max_pool2d_with_indices (ops.yaml:2520 sample 3 result values)"""
-    kernel_size = [2]
+    """max_pool2d_with_indices (ops.yaml:2541 sample 0 result values)"""
+    kernel_size = [2, 2]
     stride = []
     padding = []
     dilation = []
@@ -4743,8 +4725,8 @@ def case_756(self):
 
 
 def case_757(self):
-    """max_pool2d_with_indices (ops.yaml:2520 sample 3 result indices)"""
-    kernel_size = [2]
+    """max_pool2d_with_indices (ops.yaml:2541 sample 0 result indices)"""
+    kernel_size = [2, 2]
     stride = []
     padding = []
     dilation = []
@@ -4753,7 +4735,67 @@ def case_757(self):
 
 
 def case_758(self):
-    """max_pool2d (ops.yaml:2538 sample 0)"""
+    """max_pool2d_with_indices (ops.yaml:2541 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_759(self):
+    """max_pool2d_with_indices (ops.yaml:2541 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_760(self):
+    """max_pool2d_with_indices (ops.yaml:2541 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_761(self):
+    """max_pool2d_with_indices (ops.yaml:2541 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_762(self):
+    """max_pool2d_with_indices (ops.yaml:2541 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_763(self):
+    """max_pool2d_with_indices (ops.yaml:2541 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_764(self):
+    """max_pool2d (ops.yaml:2559 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4762,8 +4804,8 @@ def case_758(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_759(self):
-    """max_pool2d (ops.yaml:2538 sample 1)"""
+def case_765(self):
+    """max_pool2d (ops.yaml:2559 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4772,8 +4814,8 @@ def case_759(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_760(self):
-    """max_pool2d (ops.yaml:2538 sample 2)"""
+def case_766(self):
+    """max_pool2d (ops.yaml:2559 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4782,16 +4824,16 @@ def case_760(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_761(input, weight, bias):
-    """layer_norm (ops.yaml:2563 sample 0)"""
+def case_767(input, weight, bias):
+    """layer_norm (ops.yaml:2584 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_762(input, weight):
-    """layer_norm (ops.yaml:2563 sample 1)"""
+def case_768(input, weight):
+    """layer_norm (ops.yaml:2584 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4799,8 +4841,8 @@ def case_762(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_763(input, bias):
-    """layer_norm (ops.yaml:2563 sample 2)"""
+def case_769(input, bias):
+    """layer_norm (ops.yaml:2584 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4808,16 +4850,16 @@ def case_763(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_764(input, weight, bias):
-    """layer_norm (ops.yaml:2563 sample 3)"""
+def case_770(input, weight, bias):
+    """layer_norm (ops.yaml:2584 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_765(input):
-    """layer_norm (ops.yaml:2563 sample 4)"""
+def case_771(input):
+    """layer_norm (ops.yaml:2584 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4826,16 +4868,16 @@ def case_765(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_766(input, weight, bias):
-    """group_norm (ops.yaml:2590 sample 0)"""
+def case_772(input, weight, bias):
+    """group_norm (ops.yaml:2611 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_767(input, weight):
-    """group_norm (ops.yaml:2590 sample 1)"""
+def case_773(input, weight):
+    """group_norm (ops.yaml:2611 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -4843,8 +4885,8 @@ def case_767(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_768(input, bias):
-    """group_norm (ops.yaml:2590 sample 2)"""
+def case_774(input, bias):
+    """group_norm (ops.yaml:2611 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -4852,16 +4894,16 @@ def case_768(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_769(input, weight, bias):
-    """group_norm (ops.yaml:2590 sample 3)"""
+def case_775(input, weight, bias):
+    """group_norm (ops.yaml:2611 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_770(input):
-    """group_norm (ops.yaml:2590 sample 4)"""
+def case_776(input):
+    """group_norm (ops.yaml:2611 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -4870,37 +4912,37 @@ def case_770(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_771(input, weight):
-    """rms_norm (ops.yaml:2614 sample 0)"""
+def case_777(input, weight):
+    """rms_norm (ops.yaml:2635 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_772(input):
-    """rms_norm (ops.yaml:2614 sample 1)"""
+def case_778(input):
+    """rms_norm (ops.yaml:2635 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_773(input, weight):
-    """rms_norm (ops.yaml:2614 sample 2)"""
+def case_779(input, weight):
+    """rms_norm (ops.yaml:2635 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_774(input, weight):
-    """rms_norm (ops.yaml:2614 sample 3)"""
+def case_780(input, weight):
+    """rms_norm (ops.yaml:2635 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_775(input, weight, bias):
-    """batch_norm (ops.yaml:2648 sample 0)"""
+def case_781(input, weight, bias):
+    """batch_norm (ops.yaml:2669 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -4910,8 +4952,8 @@ def case_775(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_776(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2648 sample 1)"""
+def case_782(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2669 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -4921,8 +4963,8 @@ def case_776(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_777(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2648 sample 2)"""
+def case_783(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2669 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -4931,8 +4973,8 @@ def case_777(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_778(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2648 sample 3)"""
+def case_784(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2669 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -4941,8 +4983,8 @@ def case_778(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_779(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2648 sample 4)"""
+def case_785(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2669 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4951,8 +4993,8 @@ def case_779(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_780(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2648 sample 5)"""
+def case_786(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2669 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4961,23 +5003,23 @@ def case_780(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_781(input, weight, bias):
-    """row_norm (ops.yaml:2681 sample 0)"""
+def case_787(input, weight, bias):
+    """row_norm (ops.yaml:2702 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_782(input, weight):
-    """row_norm (ops.yaml:2681 sample 1)"""
+def case_788(input, weight):
+    """row_norm (ops.yaml:2702 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_783(input, weight, bias):
-    """batch_norm_training (ops.yaml:2712 sample 0)"""
+def case_789(input, weight, bias):
+    """batch_norm_training (ops.yaml:2733 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -4985,8 +5027,8 @@ def case_783(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_784(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2712 sample 1)"""
+def case_790(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2733 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -4994,418 +5036,466 @@ def case_784(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_785(self):
-    """softmax.int (ops.yaml:2881 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_786(self):
-    """softmax.int (ops.yaml:2881 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_787(self):
-    """softmax.int (ops.yaml:2881 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_788(self):
-    """softmax.int (ops.yaml:2881 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_789(self):
-    """softmax.int (ops.yaml:2881 sample 4)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_790(self):
-    """log_softmax.int (ops.yaml:2899 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
 def case_791(self):
-    """log_softmax.int (ops.yaml:2899 sample 1)"""
-    dim = 0
+    """softmax.int (ops.yaml:2902 sample 0)"""
+    dim = 1
     dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
+    return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_792(self):
-    """log_softmax.int (ops.yaml:2899 sample 2)"""
+    """softmax.int (ops.yaml:2902 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_793(self):
+    """softmax.int (ops.yaml:2902 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_794(self):
+    """softmax.int (ops.yaml:2902 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_795(self):
+    """softmax.int (ops.yaml:2902 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_796(self):
+    """softmax.int (ops.yaml:2902 sample 5)"""
+    dim = 1
+    dtype = torch.float32
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_797(self):
+    """softmax.int (ops.yaml:2902 sample 6)"""
+    dim = 0
+    dtype = torch.float64
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_798(self):
+    """log_softmax.int (ops.yaml:2922 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_799(self):
+    """log_softmax.int (ops.yaml:2922 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_800(self):
+    """log_softmax.int (ops.yaml:2922 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_793(self):
-    """log_softmax.int (ops.yaml:2899 sample 3)"""
+def case_801(self):
+    """log_softmax.int (ops.yaml:2922 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_794(self):
-    """log_softmax.int (ops.yaml:2899 sample 4)"""
+def case_802(self):
+    """log_softmax.int (ops.yaml:2922 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_795(grad_output, output):
-    """softmax_backward_data (ops.yaml:2917 sample 0)"""
+def case_803(self):
+    """log_softmax.int (ops.yaml:2922 sample 5)"""
+    dim = 1
+    dtype = torch.float32
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_804(self):
+    """log_softmax.int (ops.yaml:2922 sample 6)"""
+    dim = 0
+    dtype = torch.float64
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_805(grad_output, output):
+    """softmax_backward_data (ops.yaml:2942 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_796(grad_output, output):
-    """softmax_backward_data (ops.yaml:2917 sample 1)"""
+def case_806(grad_output, output):
+    """softmax_backward_data (ops.yaml:2942 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_797(grad_output, output):
-    """softmax_backward_data (ops.yaml:2917 sample 2)"""
+def case_807(grad_output, output):
+    """softmax_backward_data (ops.yaml:2942 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_798(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2934 sample 0)"""
+def case_808(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2959 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_799(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2934 sample 1)"""
+def case_809(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2959 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_800(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2934 sample 2)"""
+def case_810(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2959 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_801(input):
-    """dropout (ops.yaml:2973 sample 0)"""
+def case_811(input):
+    """dropout (ops.yaml:2998 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_802(input):
-    """dropout (ops.yaml:2973 sample 1)"""
+def case_812(input):
+    """dropout (ops.yaml:2998 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_803(input):
-    """dropout (ops.yaml:2973 sample 2)"""
+def case_813(input):
+    """dropout (ops.yaml:2998 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_804(input):
-    """dropout (ops.yaml:2973 sample 3)"""
+def case_814(input):
+    """dropout (ops.yaml:2998 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_805(input):
-    """dropout (ops.yaml:2973 sample 4)"""
+def case_815(input):
+    """dropout (ops.yaml:2998 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_806(self, target):
-    """mse_loss (ops.yaml:2987 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_807(self, target):
-    """mse_loss (ops.yaml:2987 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_808(self, target):
-    """mse_loss (ops.yaml:2987 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_809(self, target):
-    """mse_loss (ops.yaml:2987 sample 3)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_810(self, target):
-    """mse_loss (ops.yaml:2987 sample 4)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_811(self, target):
-    """l1_loss (ops.yaml:3002 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
-def case_812(self, target):
-    """l1_loss (ops.yaml:3002 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
-def case_813(self, target):
-    """l1_loss (ops.yaml:3002 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
-def case_814(self, target):
-    """l1_loss (ops.yaml:3002 sample 3)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
-def case_815(self, target):
-    """l1_loss (ops.yaml:3002 sample 4)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
 def case_816(self, target):
-    """smooth_l1_loss (ops.yaml:3017 sample 0)"""
+    """mse_loss (ops.yaml:3012 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_817(self, target):
+    """mse_loss (ops.yaml:3012 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_818(self, target):
+    """mse_loss (ops.yaml:3012 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_819(self, target):
+    """mse_loss (ops.yaml:3012 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_820(self, target):
+    """mse_loss (ops.yaml:3012 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_821(self, target):
+    """l1_loss (ops.yaml:3027 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_822(self, target):
+    """l1_loss (ops.yaml:3027 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_823(self, target):
+    """l1_loss (ops.yaml:3027 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_824(self, target):
+    """l1_loss (ops.yaml:3027 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_825(self, target):
+    """l1_loss (ops.yaml:3027 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_826(self, target):
+    """smooth_l1_loss (ops.yaml:3042 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_817(self, target):
-    """smooth_l1_loss (ops.yaml:3017 sample 1)"""
+def case_827(self, target):
+    """smooth_l1_loss (ops.yaml:3042 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_818(self, target):
-    """smooth_l1_loss (ops.yaml:3017 sample 2)"""
+def case_828(self, target):
+    """smooth_l1_loss (ops.yaml:3042 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_819(self, target):
-    """smooth_l1_loss (ops.yaml:3017 sample 3)"""
+def case_829(self, target):
+    """smooth_l1_loss (ops.yaml:3042 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_820(self, target):
-    """smooth_l1_loss (ops.yaml:3017 sample 4)"""
+def case_830(self, target):
+    """smooth_l1_loss (ops.yaml:3042 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_821(self, target):
-    """smooth_l1_loss (ops.yaml:3017 sample 5)"""
+def case_831(self, target):
+    """smooth_l1_loss (ops.yaml:3042 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_822(self, target):
-    """huber_loss (ops.yaml:3033 sample 0)"""
+def case_832(self, target):
+    """huber_loss (ops.yaml:3058 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_823(self, target):
-    """huber_loss (ops.yaml:3033 sample 1)"""
+def case_833(self, target):
+    """huber_loss (ops.yaml:3058 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_824(self, target):
-    """huber_loss (ops.yaml:3033 sample 2)"""
+def case_834(self, target):
+    """huber_loss (ops.yaml:3058 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_825(self, target):
-    """huber_loss (ops.yaml:3033 sample 3)"""
+def case_835(self, target):
+    """huber_loss (ops.yaml:3058 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_826(self, target):
-    """huber_loss (ops.yaml:3033 sample 4)"""
+def case_836(self, target):
+    """huber_loss (ops.yaml:3058 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_827(self, target):
-    """binary_cross_entropy (ops.yaml:3049 sample 0)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_828(self, target):
-    """binary_cross_entropy (ops.yaml:3049 sample 1)"""
-    weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_829(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3049 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_830(self, target):
-    """binary_cross_entropy (ops.yaml:3049 sample 3)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_831(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3049 sample 4)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_832(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3049 sample 5)"""
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_833(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 0)"""
-    weight = None
-    pos_weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
-
-
-def case_834(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 1)"""
-    pos_weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
-
-
-def case_835(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
-
-
-def case_836(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 3)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
-
-
-def case_837(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 4)"""
-    weight = None
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+def case_837(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3075 sample 0)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_838(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3065 sample 5)"""
+    """binary_cross_entropy_elementwise (ops.yaml:3075 sample 1)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_839(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3075 sample 2)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_840(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3075 sample 3)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_841(self, target):
+    """binary_cross_entropy (ops.yaml:3090 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_842(self, target):
+    """binary_cross_entropy (ops.yaml:3090 sample 1)"""
+    weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_843(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3090 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_844(self, target):
+    """binary_cross_entropy (ops.yaml:3090 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_845(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3090 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_846(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3090 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_847(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3106 sample 0)"""
+    weight = None
+    pos_weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+
+
+def case_848(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3106 sample 1)"""
+    pos_weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+
+
+def case_849(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3106 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+
+
+def case_850(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3106 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+
+
+def case_851(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3106 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+
+
+def case_852(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3106 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_839(self, target):
-    """nll_loss (ops.yaml:3088 sample 0)"""
+def case_853(self, target):
+    """nll_loss (ops.yaml:3129 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_840(self, target, weight):
-    """nll_loss (ops.yaml:3088 sample 1)"""
+def case_854(self, target, weight):
+    """nll_loss (ops.yaml:3129 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_841(self, target, weight):
-    """nll_loss (ops.yaml:3088 sample 2)"""
+def case_855(self, target, weight):
+    """nll_loss (ops.yaml:3129 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_842(self, target):
-    """nll_loss (ops.yaml:3088 sample 3)"""
+def case_856(self, target):
+    """nll_loss (ops.yaml:3129 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_843(self, target, weight):
-    """nll_loss (ops.yaml:3088 sample 4)"""
+def case_857(self, target, weight):
+    """nll_loss (ops.yaml:3129 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_844(self, target):
-    """nll_loss (ops.yaml:3088 sample 5)"""
+def case_858(self, target):
+    """nll_loss (ops.yaml:3129 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_845(self, target):
-    """cross_entropy_loss (ops.yaml:3111 sample 0)"""
+def case_859(self, target):
+    """cross_entropy_loss (ops.yaml:3152 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5413,32 +5503,32 @@ def case_845(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_846(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3111 sample 1)"""
+def case_860(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3152 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_847(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3111 sample 2)"""
+def case_861(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3152 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_848(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3111 sample 3)"""
+def case_862(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3152 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_849(self, target):
-    """cross_entropy_loss (ops.yaml:3111 sample 4)"""
+def case_863(self, target):
+    """cross_entropy_loss (ops.yaml:3152 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5446,8 +5536,8 @@ def case_849(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_850(self, target):
-    """cross_entropy_loss (ops.yaml:3111 sample 5)"""
+def case_864(self, target):
+    """cross_entropy_loss (ops.yaml:3152 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5455,16 +5545,16 @@ def case_850(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_851(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3111 sample 6)"""
+def case_865(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3152 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_852(self, target):
-    """cross_entropy_loss (ops.yaml:3111 sample 7)"""
+def case_866(self, target):
+    """cross_entropy_loss (ops.yaml:3152 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5472,24 +5562,24 @@ def case_852(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_853(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3111 sample 8)"""
+def case_867(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3152 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_854(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3111 sample 9)"""
+def case_868(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3152 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_855(self, target):
-    """cross_entropy_loss (ops.yaml:3111 sample 10)"""
+def case_869(self, target):
+    """cross_entropy_loss (ops.yaml:3152 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5497,16 +5587,16 @@ def case_855(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_856(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3111 sample 11)"""
+def case_870(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3152 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_857(self, target):
-    """cross_entropy_index (ops.yaml:3137 sample 0)"""
+def case_871(self, target):
+    """cross_entropy_index (ops.yaml:3178 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5514,16 +5604,16 @@ def case_857(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_858(self, target, weight):
-    """cross_entropy_index (ops.yaml:3137 sample 1)"""
+def case_872(self, target, weight):
+    """cross_entropy_index (ops.yaml:3178 sample 1)"""
     reduction = 'mean'
     ignore_index = 1
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_859(self, target):
-    """cross_entropy_index (ops.yaml:3137 sample 2)"""
+def case_873(self, target):
+    """cross_entropy_index (ops.yaml:3178 sample 2)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5531,16 +5621,16 @@ def case_859(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_860(self, target, weight):
-    """cross_entropy_index (ops.yaml:3137 sample 3)"""
+def case_874(self, target, weight):
+    """cross_entropy_index (ops.yaml:3178 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_861(self, target):
-    """cross_entropy_index (ops.yaml:3137 sample 4)"""
+def case_875(self, target):
+    """cross_entropy_index (ops.yaml:3178 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5548,8 +5638,8 @@ def case_861(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_862(self, target):
-    """cross_entropy_index (ops.yaml:3137 sample 5)"""
+def case_876(self, target):
+    """cross_entropy_index (ops.yaml:3178 sample 5)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5557,8 +5647,8 @@ def case_862(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_863(self, target):
-    """cross_entropy_index (ops.yaml:3137 sample 6)"""
+def case_877(self, target):
+    """cross_entropy_index (ops.yaml:3178 sample 6)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5566,8 +5656,8 @@ def case_863(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_864(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3176 sample 0)"""
+def case_878(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3217 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5575,24 +5665,24 @@ def case_864(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_865(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3176 sample 1)"""
+def case_879(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3217 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_866(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3176 sample 2)"""
+def case_880(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3217 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_867(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3176 sample 3)"""
+def case_881(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3217 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5600,8 +5690,8 @@ def case_867(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_868(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3176 sample 4)"""
+def case_882(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3217 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5609,8 +5699,8 @@ def case_868(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_869(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3176 sample 5)"""
+def case_883(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3217 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5618,8 +5708,8 @@ def case_869(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_870(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3176 sample 6)"""
+def case_884(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3217 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5627,96 +5717,96 @@ def case_870(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_871(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3204 sample 0 result output)"""
+def case_885(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3245 sample 0 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_872(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3204 sample 0 result attn)"""
+def case_886(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3245 sample 0 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_873(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3204 sample 1 result output)"""
+def case_887(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3245 sample 1 result output)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_874(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3204 sample 1 result attn)"""
+def case_888(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3245 sample 1 result attn)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_875(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3204 sample 2 result output)"""
+def case_889(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3245 sample 2 result output)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_876(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3204 sample 2 result attn)"""
+def case_890(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3245 sample 2 result attn)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_877(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3204 sample 3 result output)"""
+def case_891(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3245 sample 3 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_878(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3204 sample 3 result attn)"""
+def case_892(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3245 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_879():
-    """empty (ops.yaml:3234 sample 0)"""
+def case_893():
+    """empty (ops.yaml:3275 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_880():
-    """empty (ops.yaml:3234 sample 1)"""
+def case_894():
+    """empty (ops.yaml:3275 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_881():
-    """empty (ops.yaml:3234 sample 2)"""
+def case_895():
+    """empty (ops.yaml:3275 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_882():
-    """zeros (ops.yaml:3241 sample 0)"""
+def case_896():
+    """zeros (ops.yaml:3282 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_883():
-    """ones (ops.yaml:3249 sample 0)"""
+def case_897():
+    """ones (ops.yaml:3290 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_884():
-    """full (ops.yaml:3264 sample 0)"""
+def case_898():
+    """full (ops.yaml:3305 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5724,8 +5814,8 @@ def case_884():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_885():
-    """full (ops.yaml:3264 sample 1)"""
+def case_899():
+    """full (ops.yaml:3305 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5733,8 +5823,8 @@ def case_885():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_886():
-    """full (ops.yaml:3264 sample 2)"""
+def case_900():
+    """full (ops.yaml:3305 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5742,71 +5832,71 @@ def case_886():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_887(self):
-    """empty_like (ops.yaml:3275 sample 0)"""
+def case_901(self):
+    """empty_like (ops.yaml:3316 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_888(self):
-    """empty_like (ops.yaml:3275 sample 1)"""
+def case_902(self):
+    """empty_like (ops.yaml:3316 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_889(self):
-    """empty_like (ops.yaml:3275 sample 2)"""
+def case_903(self):
+    """empty_like (ops.yaml:3316 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_890(self):
-    """ones_like (ops.yaml:3295 sample 0)"""
+def case_904(self):
+    """ones_like (ops.yaml:3336 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_891(self):
-    """ones_like (ops.yaml:3295 sample 1)"""
+def case_905(self):
+    """ones_like (ops.yaml:3336 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_892(self):
-    """ones_like (ops.yaml:3295 sample 2)"""
+def case_906(self):
+    """ones_like (ops.yaml:3336 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_893(self):
-    """ones_like (ops.yaml:3295 sample 3)"""
+def case_907(self):
+    """ones_like (ops.yaml:3336 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_894(self):
-    """full_like (ops.yaml:3307 sample 0)"""
+def case_908(self):
+    """full_like (ops.yaml:3348 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_895(self):
-    """full_like (ops.yaml:3307 sample 1)"""
+def case_909(self):
+    """full_like (ops.yaml:3348 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_896(self):
-    """full_like (ops.yaml:3307 sample 2)"""
+def case_910(self):
+    """full_like (ops.yaml:3348 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_897():
-    """arange (ops.yaml:3312 sample 0)"""
+def case_911():
+    """arange (ops.yaml:3353 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5815,8 +5905,8 @@ def case_897():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_898():
-    """linspace (ops.yaml:3327 sample 0)"""
+def case_912():
+    """linspace (ops.yaml:3368 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5825,8 +5915,8 @@ def case_898():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_899():
-    """linspace (ops.yaml:3327 sample 1)"""
+def case_913():
+    """linspace (ops.yaml:3368 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5835,8 +5925,8 @@ def case_899():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_900():
-    """linspace (ops.yaml:3327 sample 2)"""
+def case_914():
+    """linspace (ops.yaml:3368 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5845,24 +5935,24 @@ def case_900():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_901():
-    """eye (ops.yaml:3339 sample 0)"""
+def case_915():
+    """eye (ops.yaml:3380 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_902():
-    """eye (ops.yaml:3339 sample 1)"""
+def case_916():
+    """eye (ops.yaml:3380 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_903():
-    """eye.m (ops.yaml:3350 sample 0)"""
+def case_917():
+    """eye.m (ops.yaml:3391 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5870,8 +5960,8 @@ def case_903():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_904():
-    """eye.m (ops.yaml:3350 sample 1)"""
+def case_918():
+    """eye.m (ops.yaml:3391 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5879,8 +5969,8 @@ def case_904():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_905():
-    """rand (ops.yaml:3354 sample 0)"""
+def case_919():
+    """rand (ops.yaml:3395 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5888,8 +5978,8 @@ def case_905():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_906():
-    """randn (ops.yaml:3365 sample 0)"""
+def case_920():
+    """randn (ops.yaml:3406 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5897,36 +5987,36 @@ def case_906():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_907(self):
-    """rand_like (ops.yaml:3382 sample 0)"""
+def case_921(self):
+    """rand_like (ops.yaml:3423 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_908(self):
-    """rand_like (ops.yaml:3382 sample 1)"""
+def case_922(self):
+    """rand_like (ops.yaml:3423 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_909(self):
-    """randn_like (ops.yaml:3392 sample 0)"""
+def case_923(self):
+    """randn_like (ops.yaml:3433 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_910(self):
-    """randn_like (ops.yaml:3392 sample 1)"""
+def case_924(self):
+    """randn_like (ops.yaml:3433 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_911():
-    """randint (ops.yaml:3403 sample 0)"""
+def case_925():
+    """randint (ops.yaml:3444 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5935,8 +6025,8 @@ def case_911():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_912():
-    """randint (ops.yaml:3403 sample 1)"""
+def case_926():
+    """randint (ops.yaml:3444 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5945,8 +6035,8 @@ def case_912():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_913():
-    """randint.low (ops.yaml:3414 sample 0)"""
+def case_927():
+    """randint.low (ops.yaml:3455 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5956,8 +6046,8 @@ def case_913():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_914():
-    """randperm (ops.yaml:3424 sample 0)"""
+def case_928():
+    """randperm (ops.yaml:3465 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5965,8 +6055,8 @@ def case_914():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_915():
-    """randperm (ops.yaml:3424 sample 1)"""
+def case_929():
+    """randperm (ops.yaml:3465 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5974,95 +6064,95 @@ def case_915():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_916(self):
-    """bernoulli.p (ops.yaml:3441 sample 0)"""
+def case_930(self):
+    """bernoulli.p (ops.yaml:3482 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_917(self):
-    """bernoulli.p (ops.yaml:3441 sample 1)"""
+def case_931(self):
+    """bernoulli.p (ops.yaml:3482 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_918(self):
-    """bernoulli.p (ops.yaml:3441 sample 2)"""
+def case_932(self):
+    """bernoulli.p (ops.yaml:3482 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_919(self):
-    """normal (ops.yaml:3452 sample 0)"""
+def case_933(self):
+    """normal (ops.yaml:3493 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_920(self):
-    """normal (ops.yaml:3452 sample 1)"""
+def case_934(self):
+    """normal (ops.yaml:3493 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_921(self):
-    """normal (ops.yaml:3452 sample 2)"""
+def case_935(self):
+    """normal (ops.yaml:3493 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_922(self):
-    """uniform (ops.yaml:3464 sample 0)"""
+def case_936(self):
+    """uniform (ops.yaml:3505 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_923(self):
-    """uniform (ops.yaml:3464 sample 1)"""
+def case_937(self):
+    """uniform (ops.yaml:3505 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_924(self):
-    """uniform (ops.yaml:3464 sample 2)"""
+def case_938(self):
+    """uniform (ops.yaml:3505 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_925(self):
-    """maybe_multiply (ops.yaml:3477 sample 0)"""
+def case_939(self):
+    """maybe_multiply (ops.yaml:3518 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_926(self):
-    """maybe_multiply (ops.yaml:3477 sample 1)"""
+def case_940(self):
+    """maybe_multiply (ops.yaml:3518 sample 1)"""
     other = 1
     return self * other
 
 
-def case_927(self):
-    """sum_to (ops.yaml:3488 sample 0)"""
+def case_941(self):
+    """sum_to (ops.yaml:3529 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_928(self):
-    """sum_to (ops.yaml:3488 sample 1)"""
+def case_942(self):
+    """sum_to (ops.yaml:3529 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -6338,4377 +6428,4447 @@ CASES = [
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:125 sample 0", fn=case_54, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:126 sample 0", fn=case_54, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:125 sample 1", fn=case_55, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:126 sample 1", fn=case_55, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:125 sample 2", fn=case_56, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:126 sample 2", fn=case_56, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:125 sample 3", fn=case_57, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:126 sample 3", fn=case_57, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:125 sample 4", fn=case_58, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:126 sample 4", fn=case_58, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:132 sample 0", fn=case_59, tensors=["self", "other"],
+    dict(op="pow.Scalar", where="ops.yaml:126 sample 5", fn=case_59, tensors=["exponent"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="maximum", where="ops.yaml:134 sample 0", fn=case_60, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:132 sample 1", fn=case_60, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:134 sample 1", fn=case_61, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:132 sample 2", fn=case_61, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:134 sample 2", fn=case_62, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:132 sample 3", fn=case_62, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:134 sample 3", fn=case_63, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:132 sample 4", fn=case_63, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:134 sample 4", fn=case_64, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:141 sample 0", fn=case_64, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:143 sample 0", fn=case_65, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:141 sample 1", fn=case_65, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:143 sample 1", fn=case_66, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:141 sample 2", fn=case_66, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:143 sample 2", fn=case_67, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:141 sample 3", fn=case_67, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:143 sample 3", fn=case_68, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:141 sample 4", fn=case_68, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:143 sample 4", fn=case_69, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:150 sample 0", fn=case_69, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:152 sample 0", fn=case_70, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:150 sample 1", fn=case_70, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:152 sample 1", fn=case_71, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:150 sample 2", fn=case_71, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:152 sample 2", fn=case_72, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:150 sample 3", fn=case_72, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:152 sample 3", fn=case_73, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:158 sample 0", fn=case_73, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:160 sample 0", fn=case_74, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:158 sample 1", fn=case_74, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:160 sample 1", fn=case_75, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:158 sample 2", fn=case_75, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:160 sample 2", fn=case_76, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:158 sample 3", fn=case_76, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:160 sample 3", fn=case_77, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 0", fn=case_77, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 0", fn=case_78, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 1", fn=case_78, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 1", fn=case_79, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 2", fn=case_79, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 2", fn=case_80, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 3", fn=case_80, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 3", fn=case_81, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:166 sample 4", fn=case_81, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 4", fn=case_82, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 0", fn=case_82, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 0", fn=case_83, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 1", fn=case_83, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 1", fn=case_84, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 2", fn=case_84, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 2", fn=case_85, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 3", fn=case_85, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 3", fn=case_86, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:175 sample 4", fn=case_86, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 4", fn=case_87, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:184 sample 0", fn=case_87, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:186 sample 0", fn=case_88, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:184 sample 1", fn=case_88, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:186 sample 1", fn=case_89, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:184 sample 2", fn=case_89, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:186 sample 2", fn=case_90, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:184 sample 3", fn=case_90, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:186 sample 3", fn=case_91, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:184 sample 4", fn=case_91, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:186 sample 4", fn=case_92, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:194 sample 0", fn=case_92, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:196 sample 0", fn=case_93, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:194 sample 1", fn=case_93, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:196 sample 1", fn=case_94, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:194 sample 2", fn=case_94, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:196 sample 2", fn=case_95, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:194 sample 3", fn=case_95, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:196 sample 3", fn=case_96, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:202 sample 0", fn=case_96, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:204 sample 0", fn=case_97, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:202 sample 1", fn=case_97, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:204 sample 1", fn=case_98, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:202 sample 2", fn=case_98, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:204 sample 2", fn=case_99, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:202 sample 3", fn=case_99, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:204 sample 3", fn=case_100, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:202 sample 4", fn=case_100, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:204 sample 4", fn=case_101, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:212 sample 0", fn=case_101, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:214 sample 0", fn=case_102, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:212 sample 1", fn=case_102, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:214 sample 1", fn=case_103, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:212 sample 2", fn=case_103, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:214 sample 2", fn=case_104, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:212 sample 3", fn=case_104, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:214 sample 3", fn=case_105, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:212 sample 4", fn=case_105, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:214 sample 4", fn=case_106, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:229 sample 0", fn=case_106, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:231 sample 0", fn=case_107, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:229 sample 1", fn=case_107, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:231 sample 1", fn=case_108, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:229 sample 2", fn=case_108, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:231 sample 2", fn=case_109, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:229 sample 3", fn=case_109, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:231 sample 3", fn=case_110, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:243 sample 0", fn=case_110, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:245 sample 0", fn=case_111, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:243 sample 1", fn=case_111, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:245 sample 1", fn=case_112, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:243 sample 2", fn=case_112, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:245 sample 2", fn=case_113, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:243 sample 3", fn=case_113, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:245 sample 3", fn=case_114, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:258 sample 0", fn=case_114, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:260 sample 0", fn=case_115, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:258 sample 1", fn=case_115, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:260 sample 1", fn=case_116, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:258 sample 2", fn=case_116, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:260 sample 2", fn=case_117, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:258 sample 3", fn=case_117, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:260 sample 3", fn=case_118, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 0", fn=case_118, tensors=["grad_output", "output"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
+    dict(op="pow_scalar_backward", where="ops.yaml:275 sample 0", fn=case_119, tensors=["grad_output", "exponent", "output"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 1", fn=case_119, tensors=["grad_output", "output"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
+    dict(op="pow_scalar_backward", where="ops.yaml:275 sample 1", fn=case_120, tensors=["grad_output", "exponent", "output"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 2", fn=case_120, tensors=["grad_output", "output"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
+    dict(op="pow_scalar_backward", where="ops.yaml:275 sample 2", fn=case_121, tensors=["grad_output", "exponent", "output"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 3", fn=case_121, tensors=["grad_output", "output"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
+    dict(op="pow_scalar_backward", where="ops.yaml:275 sample 3", fn=case_122, tensors=["grad_output", "exponent", "output"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:264 sample 4", fn=case_122, tensors=["grad_output", "output"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 0", fn=case_123, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 0", fn=case_123, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 1", fn=case_124, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 1", fn=case_124, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 2", fn=case_125, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 2", fn=case_125, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 3", fn=case_126, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 3", fn=case_126, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 4", fn=case_127, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 4", fn=case_127, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 5", fn=case_128, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 5", fn=case_128, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:285 sample 6", fn=case_129, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 6", fn=case_129, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 0", fn=case_130, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 0", fn=case_130, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 1", fn=case_131, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 1", fn=case_131, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 2", fn=case_132, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 2", fn=case_132, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 3", fn=case_133, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 3", fn=case_133, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:303 sample 4", fn=case_134, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 4", fn=case_134, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:320 sample 0", fn=case_135, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:328 sample 0", fn=case_135, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:320 sample 1", fn=case_136, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:328 sample 1", fn=case_136, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:320 sample 2", fn=case_137, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:328 sample 2", fn=case_137, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:320 sample 3", fn=case_138, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:328 sample 3", fn=case_138, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:320 sample 4", fn=case_139, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:328 sample 4", fn=case_139, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:338 sample 0", fn=case_140, tensors=["self", "min", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:346 sample 0", fn=case_140, tensors=["self", "min", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:338 sample 1", fn=case_141, tensors=["self", "min"],
+    dict(op="clamp.Tensor", where="ops.yaml:346 sample 1", fn=case_141, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:338 sample 2", fn=case_142, tensors=["self", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:346 sample 2", fn=case_142, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:338 sample 3", fn=case_143, tensors=["self", "min", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:346 sample 3", fn=case_143, tensors=["self", "min", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:352 sample 0", fn=case_144, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:360 sample 0", fn=case_144, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:352 sample 1", fn=case_145, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:360 sample 1", fn=case_145, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:352 sample 2", fn=case_146, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:360 sample 2", fn=case_146, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:366 sample 0", fn=case_147, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:374 sample 0", fn=case_147, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:366 sample 1", fn=case_148, tensors=["grad_output", "self", "min"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:374 sample 1", fn=case_148, tensors=["grad_output", "self", "min"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:366 sample 2", fn=case_149, tensors=["grad_output", "self", "max"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:374 sample 2", fn=case_149, tensors=["grad_output", "self", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_min", where="ops.yaml:380 sample 0", fn=case_150, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:388 sample 0", fn=case_150, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_min", where="ops.yaml:380 sample 1", fn=case_151, tensors=["grad_output", "self", "min"],
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:388 sample 1", fn=case_151, tensors=["grad_output", "self", "min"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_max", where="ops.yaml:393 sample 0", fn=case_152, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:401 sample 0", fn=case_152, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_max", where="ops.yaml:393 sample 1", fn=case_153, tensors=["grad_output", "self", "max"],
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:401 sample 1", fn=case_153, tensors=["grad_output", "self", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div_rounding_backward", where="ops.yaml:405 sample 0", fn=case_154, tensors=["grad_output"],
+    dict(op="div_rounding_backward", where="ops.yaml:413 sample 0", fn=case_154, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div_rounding_backward", where="ops.yaml:405 sample 1", fn=case_155, tensors=["grad_output"],
+    dict(op="div_rounding_backward", where="ops.yaml:413 sample 1", fn=case_155, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:413 sample 0", fn=case_156, tensors=["self"],
+    dict(op="exp", where="ops.yaml:421 sample 0", fn=case_156, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:413 sample 1", fn=case_157, tensors=["self"],
+    dict(op="exp", where="ops.yaml:421 sample 1", fn=case_157, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:413 sample 2", fn=case_158, tensors=["self"],
+    dict(op="exp", where="ops.yaml:421 sample 2", fn=case_158, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:413 sample 3", fn=case_159, tensors=["self"],
+    dict(op="exp", where="ops.yaml:421 sample 3", fn=case_159, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:421 sample 0", fn=case_160, tensors=["self"],
+    dict(op="log", where="ops.yaml:429 sample 0", fn=case_160, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:421 sample 1", fn=case_161, tensors=["self"],
+    dict(op="log", where="ops.yaml:429 sample 1", fn=case_161, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:421 sample 2", fn=case_162, tensors=["self"],
+    dict(op="log", where="ops.yaml:429 sample 2", fn=case_162, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:421 sample 3", fn=case_163, tensors=["self"],
+    dict(op="log", where="ops.yaml:429 sample 3", fn=case_163, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:430 sample 0", fn=case_164, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:438 sample 0", fn=case_164, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:430 sample 1", fn=case_165, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:438 sample 1", fn=case_165, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:430 sample 2", fn=case_166, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:438 sample 2", fn=case_166, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:430 sample 3", fn=case_167, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:438 sample 3", fn=case_167, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:439 sample 0", fn=case_168, tensors=["self"],
+    dict(op="relu", where="ops.yaml:447 sample 0", fn=case_168, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:439 sample 1", fn=case_169, tensors=["self"],
+    dict(op="relu", where="ops.yaml:447 sample 1", fn=case_169, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:439 sample 2", fn=case_170, tensors=["self"],
+    dict(op="relu", where="ops.yaml:447 sample 2", fn=case_170, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:439 sample 3", fn=case_171, tensors=["self"],
+    dict(op="relu", where="ops.yaml:447 sample 3", fn=case_171, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="threshold_backward", where="ops.yaml:455 sample 0", fn=case_172, tensors=["grad_output", "self"],
+    dict(op="threshold_backward", where="ops.yaml:463 sample 0", fn=case_172, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="threshold_backward", where="ops.yaml:455 sample 1", fn=case_173, tensors=["grad_output", "self"],
+    dict(op="threshold_backward", where="ops.yaml:463 sample 1", fn=case_173, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:460 sample 0", fn=case_174, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:468 sample 0", fn=case_174, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:460 sample 1", fn=case_175, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:468 sample 1", fn=case_175, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:460 sample 2", fn=case_176, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:468 sample 2", fn=case_176, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:460 sample 3", fn=case_177, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:468 sample 3", fn=case_177, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:468 sample 0", fn=case_178, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:476 sample 0", fn=case_178, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:468 sample 1", fn=case_179, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:476 sample 1", fn=case_179, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:468 sample 2", fn=case_180, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:476 sample 2", fn=case_180, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:468 sample 3", fn=case_181, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:476 sample 3", fn=case_181, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:476 sample 0", fn=case_182, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:484 sample 0", fn=case_182, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:476 sample 1", fn=case_183, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:484 sample 1", fn=case_183, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:476 sample 2", fn=case_184, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:484 sample 2", fn=case_184, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:476 sample 3", fn=case_185, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:484 sample 3", fn=case_185, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:483 sample 0", fn=case_186, tensors=["self"],
+    dict(op="clone", where="ops.yaml:491 sample 0", fn=case_186, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:483 sample 1", fn=case_187, tensors=["self"],
+    dict(op="clone", where="ops.yaml:491 sample 1", fn=case_187, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:483 sample 2", fn=case_188, tensors=["self"],
+    dict(op="clone", where="ops.yaml:491 sample 2", fn=case_188, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:483 sample 3", fn=case_189, tensors=["self"],
+    dict(op="clone", where="ops.yaml:491 sample 3", fn=case_189, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:498 sample 0", fn=case_190, tensors=["self"],
+    dict(op="abs", where="ops.yaml:506 sample 0", fn=case_190, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:498 sample 1", fn=case_191, tensors=["self"],
+    dict(op="abs", where="ops.yaml:506 sample 1", fn=case_191, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:498 sample 2", fn=case_192, tensors=["self"],
+    dict(op="abs", where="ops.yaml:506 sample 2", fn=case_192, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:498 sample 3", fn=case_193, tensors=["self"],
+    dict(op="abs", where="ops.yaml:506 sample 3", fn=case_193, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:506 sample 0", fn=case_194, tensors=["self"],
+    dict(op="sign", where="ops.yaml:514 sample 0", fn=case_194, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:506 sample 1", fn=case_195, tensors=["self"],
+    dict(op="sign", where="ops.yaml:514 sample 1", fn=case_195, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:506 sample 2", fn=case_196, tensors=["self"],
+    dict(op="sign", where="ops.yaml:514 sample 2", fn=case_196, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:506 sample 3", fn=case_197, tensors=["self"],
+    dict(op="sign", where="ops.yaml:514 sample 3", fn=case_197, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:513 sample 0", fn=case_198, tensors=["self"],
+    dict(op="square", where="ops.yaml:521 sample 0", fn=case_198, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:513 sample 1", fn=case_199, tensors=["self"],
+    dict(op="square", where="ops.yaml:521 sample 1", fn=case_199, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:513 sample 2", fn=case_200, tensors=["self"],
+    dict(op="square", where="ops.yaml:521 sample 2", fn=case_200, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:513 sample 3", fn=case_201, tensors=["self"],
+    dict(op="square", where="ops.yaml:521 sample 3", fn=case_201, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:522 sample 0", fn=case_202, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:530 sample 0", fn=case_202, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:522 sample 1", fn=case_203, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:530 sample 1", fn=case_203, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:522 sample 2", fn=case_204, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:530 sample 2", fn=case_204, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:522 sample 3", fn=case_205, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:530 sample 3", fn=case_205, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:531 sample 0", fn=case_206, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:539 sample 0", fn=case_206, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:531 sample 1", fn=case_207, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:539 sample 1", fn=case_207, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:531 sample 2", fn=case_208, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:539 sample 2", fn=case_208, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:531 sample 3", fn=case_209, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:539 sample 3", fn=case_209, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:540 sample 0", fn=case_210, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:548 sample 0", fn=case_210, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:540 sample 1", fn=case_211, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:548 sample 1", fn=case_211, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:540 sample 2", fn=case_212, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:548 sample 2", fn=case_212, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:540 sample 3", fn=case_213, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:548 sample 3", fn=case_213, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:548 sample 0", fn=case_214, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:556 sample 0", fn=case_214, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:548 sample 1", fn=case_215, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:556 sample 1", fn=case_215, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:548 sample 2", fn=case_216, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:556 sample 2", fn=case_216, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:548 sample 3", fn=case_217, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:556 sample 3", fn=case_217, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:557 sample 0", fn=case_218, tensors=["self"],
+    dict(op="log2", where="ops.yaml:565 sample 0", fn=case_218, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:557 sample 1", fn=case_219, tensors=["self"],
+    dict(op="log2", where="ops.yaml:565 sample 1", fn=case_219, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:557 sample 2", fn=case_220, tensors=["self"],
+    dict(op="log2", where="ops.yaml:565 sample 2", fn=case_220, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:557 sample 3", fn=case_221, tensors=["self"],
+    dict(op="log2", where="ops.yaml:565 sample 3", fn=case_221, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:566 sample 0", fn=case_222, tensors=["self"],
+    dict(op="sin", where="ops.yaml:574 sample 0", fn=case_222, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:566 sample 1", fn=case_223, tensors=["self"],
+    dict(op="sin", where="ops.yaml:574 sample 1", fn=case_223, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:566 sample 2", fn=case_224, tensors=["self"],
+    dict(op="sin", where="ops.yaml:574 sample 2", fn=case_224, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:566 sample 3", fn=case_225, tensors=["self"],
+    dict(op="sin", where="ops.yaml:574 sample 3", fn=case_225, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:574 sample 0", fn=case_226, tensors=["self"],
+    dict(op="cos", where="ops.yaml:582 sample 0", fn=case_226, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:574 sample 1", fn=case_227, tensors=["self"],
+    dict(op="cos", where="ops.yaml:582 sample 1", fn=case_227, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:574 sample 2", fn=case_228, tensors=["self"],
+    dict(op="cos", where="ops.yaml:582 sample 2", fn=case_228, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:574 sample 3", fn=case_229, tensors=["self"],
+    dict(op="cos", where="ops.yaml:582 sample 3", fn=case_229, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:582 sample 0", fn=case_230, tensors=["self"],
+    dict(op="erf", where="ops.yaml:590 sample 0", fn=case_230, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:582 sample 1", fn=case_231, tensors=["self"],
+    dict(op="erf", where="ops.yaml:590 sample 1", fn=case_231, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:582 sample 2", fn=case_232, tensors=["self"],
+    dict(op="erf", where="ops.yaml:590 sample 2", fn=case_232, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:582 sample 3", fn=case_233, tensors=["self"],
+    dict(op="erf", where="ops.yaml:590 sample 3", fn=case_233, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:590 sample 0", fn=case_234, tensors=["self"],
+    dict(op="floor", where="ops.yaml:598 sample 0", fn=case_234, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:590 sample 1", fn=case_235, tensors=["self"],
+    dict(op="floor", where="ops.yaml:598 sample 1", fn=case_235, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:590 sample 2", fn=case_236, tensors=["self"],
+    dict(op="floor", where="ops.yaml:598 sample 2", fn=case_236, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:590 sample 3", fn=case_237, tensors=["self"],
+    dict(op="floor", where="ops.yaml:598 sample 3", fn=case_237, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:597 sample 0", fn=case_238, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:605 sample 0", fn=case_238, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:597 sample 1", fn=case_239, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:605 sample 1", fn=case_239, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:597 sample 2", fn=case_240, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:605 sample 2", fn=case_240, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:597 sample 3", fn=case_241, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:605 sample 3", fn=case_241, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:604 sample 0", fn=case_242, tensors=["self"],
+    dict(op="round", where="ops.yaml:612 sample 0", fn=case_242, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:604 sample 1", fn=case_243, tensors=["self"],
+    dict(op="round", where="ops.yaml:612 sample 1", fn=case_243, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:604 sample 2", fn=case_244, tensors=["self"],
+    dict(op="round", where="ops.yaml:612 sample 2", fn=case_244, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:604 sample 3", fn=case_245, tensors=["self"],
+    dict(op="round", where="ops.yaml:612 sample 3", fn=case_245, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:611 sample 0", fn=case_246, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:619 sample 0", fn=case_246, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:611 sample 1", fn=case_247, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:619 sample 1", fn=case_247, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:611 sample 2", fn=case_248, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:619 sample 2", fn=case_248, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:611 sample 3", fn=case_249, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:619 sample 3", fn=case_249, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:618 sample 0", fn=case_250, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:626 sample 0", fn=case_250, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:618 sample 1", fn=case_251, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:626 sample 1", fn=case_251, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:618 sample 2", fn=case_252, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:626 sample 2", fn=case_252, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:618 sample 3", fn=case_253, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:626 sample 3", fn=case_253, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 0", fn=case_254, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 0", fn=case_254, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 1", fn=case_255, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 1", fn=case_255, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 2", fn=case_256, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 2", fn=case_256, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 3", fn=case_257, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 3", fn=case_257, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:626 sample 4", fn=case_258, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 4", fn=case_258, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:637 sample 0", fn=case_259, tensors=["self"],
+    dict(op="elu", where="ops.yaml:645 sample 0", fn=case_259, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:637 sample 1", fn=case_260, tensors=["self"],
+    dict(op="elu", where="ops.yaml:645 sample 1", fn=case_260, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:637 sample 2", fn=case_261, tensors=["self"],
+    dict(op="elu", where="ops.yaml:645 sample 2", fn=case_261, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:637 sample 3", fn=case_262, tensors=["self"],
+    dict(op="elu", where="ops.yaml:645 sample 3", fn=case_262, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:645 sample 0", fn=case_263, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:653 sample 0", fn=case_263, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:645 sample 1", fn=case_264, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:653 sample 1", fn=case_264, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:645 sample 2", fn=case_265, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:653 sample 2", fn=case_265, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:645 sample 3", fn=case_266, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:653 sample 3", fn=case_266, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:645 sample 4", fn=case_267, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:653 sample 4", fn=case_267, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:656 sample 0", fn=case_268, tensors=["self"],
+    dict(op="silu", where="ops.yaml:664 sample 0", fn=case_268, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:656 sample 1", fn=case_269, tensors=["self"],
+    dict(op="silu", where="ops.yaml:664 sample 1", fn=case_269, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:656 sample 2", fn=case_270, tensors=["self"],
+    dict(op="silu", where="ops.yaml:664 sample 2", fn=case_270, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:656 sample 3", fn=case_271, tensors=["self"],
+    dict(op="silu", where="ops.yaml:664 sample 3", fn=case_271, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:663 sample 0", fn=case_272, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:671 sample 0", fn=case_272, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:663 sample 1", fn=case_273, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:671 sample 1", fn=case_273, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:663 sample 2", fn=case_274, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:671 sample 2", fn=case_274, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:663 sample 3", fn=case_275, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:671 sample 3", fn=case_275, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:672 sample 0", fn=case_276, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:680 sample 0", fn=case_276, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:672 sample 1", fn=case_277, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:680 sample 1", fn=case_277, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:672 sample 2", fn=case_278, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:680 sample 2", fn=case_278, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:672 sample 3", fn=case_279, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:680 sample 3", fn=case_279, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:688 sample 0", fn=case_280, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:696 sample 0", fn=case_280, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:688 sample 1", fn=case_281, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:696 sample 1", fn=case_281, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:688 sample 2", fn=case_282, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:696 sample 2", fn=case_282, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:688 sample 3", fn=case_283, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:696 sample 3", fn=case_283, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:688 sample 4", fn=case_284, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:696 sample 4", fn=case_284, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:704 sample 0", fn=case_285, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:712 sample 0", fn=case_285, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:704 sample 1", fn=case_286, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:712 sample 1", fn=case_286, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:704 sample 2", fn=case_287, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:712 sample 2", fn=case_287, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:704 sample 3", fn=case_288, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:712 sample 3", fn=case_288, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:704 sample 4", fn=case_289, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:712 sample 4", fn=case_289, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:725 sample 0", fn=case_290, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:733 sample 0", fn=case_290, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:725 sample 1", fn=case_291, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:733 sample 1", fn=case_291, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:725 sample 2", fn=case_292, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:733 sample 2", fn=case_292, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:725 sample 3", fn=case_293, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:733 sample 3", fn=case_293, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:734 sample 0", fn=case_294, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:742 sample 0", fn=case_294, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:734 sample 1", fn=case_295, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:742 sample 1", fn=case_295, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:734 sample 2", fn=case_296, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:742 sample 2", fn=case_296, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:734 sample 3", fn=case_297, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:742 sample 3", fn=case_297, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:734 sample 4", fn=case_298, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:742 sample 4", fn=case_298, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:744 sample 0", fn=case_299, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:752 sample 0", fn=case_299, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:744 sample 1", fn=case_300, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:752 sample 1", fn=case_300, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:744 sample 2", fn=case_301, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:752 sample 2", fn=case_301, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:744 sample 3", fn=case_302, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:752 sample 3", fn=case_302, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:753 sample 0", fn=case_303, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:761 sample 0", fn=case_303, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:753 sample 1", fn=case_304, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:761 sample 1", fn=case_304, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:753 sample 2", fn=case_305, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:761 sample 2", fn=case_305, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:753 sample 3", fn=case_306, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:761 sample 3", fn=case_306, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:753 sample 4", fn=case_307, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:761 sample 4", fn=case_307, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:763 sample 0", fn=case_308, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:771 sample 0", fn=case_308, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:763 sample 1", fn=case_309, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:771 sample 1", fn=case_309, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:763 sample 2", fn=case_310, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:771 sample 2", fn=case_310, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:763 sample 3", fn=case_311, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:771 sample 3", fn=case_311, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:772 sample 0", fn=case_312, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:780 sample 0", fn=case_312, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:772 sample 1", fn=case_313, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:780 sample 1", fn=case_313, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:772 sample 2", fn=case_314, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:780 sample 2", fn=case_314, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:772 sample 3", fn=case_315, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:780 sample 3", fn=case_315, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:772 sample 4", fn=case_316, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:780 sample 4", fn=case_316, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:782 sample 0", fn=case_317, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:790 sample 0", fn=case_317, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:782 sample 1", fn=case_318, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:790 sample 1", fn=case_318, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:782 sample 2", fn=case_319, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:790 sample 2", fn=case_319, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:782 sample 3", fn=case_320, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:790 sample 3", fn=case_320, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:799 sample 0", fn=case_321, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:807 sample 0", fn=case_321, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:799 sample 1", fn=case_322, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:807 sample 1", fn=case_322, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:799 sample 2", fn=case_323, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:807 sample 2", fn=case_323, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:804 sample 0", fn=case_324, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:812 sample 0", fn=case_324, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:804 sample 1", fn=case_325, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:812 sample 1", fn=case_325, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:804 sample 2", fn=case_326, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:812 sample 2", fn=case_326, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:804 sample 3", fn=case_327, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:812 sample 3", fn=case_327, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:804 sample 4", fn=case_328, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:812 sample 4", fn=case_328, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:814 sample 0", fn=case_329, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:822 sample 0", fn=case_329, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:814 sample 1", fn=case_330, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:822 sample 1", fn=case_330, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:814 sample 2", fn=case_331, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:822 sample 2", fn=case_331, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:814 sample 3", fn=case_332, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:822 sample 3", fn=case_332, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:823 sample 0", fn=case_333, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:831 sample 0", fn=case_333, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:823 sample 1", fn=case_334, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:831 sample 1", fn=case_334, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:823 sample 2", fn=case_335, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:831 sample 2", fn=case_335, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:823 sample 3", fn=case_336, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:831 sample 3", fn=case_336, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:823 sample 4", fn=case_337, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:831 sample 4", fn=case_337, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:833 sample 0", fn=case_338, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:841 sample 0", fn=case_338, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:833 sample 1", fn=case_339, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:841 sample 1", fn=case_339, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:833 sample 2", fn=case_340, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:841 sample 2", fn=case_340, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:833 sample 3", fn=case_341, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:841 sample 3", fn=case_341, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:842 sample 0", fn=case_342, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:850 sample 0", fn=case_342, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:842 sample 1", fn=case_343, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:850 sample 1", fn=case_343, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:842 sample 2", fn=case_344, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:850 sample 2", fn=case_344, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:842 sample 3", fn=case_345, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:850 sample 3", fn=case_345, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:842 sample 4", fn=case_346, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:850 sample 4", fn=case_346, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:852 sample 0", fn=case_347, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:860 sample 0", fn=case_347, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:852 sample 1", fn=case_348, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:860 sample 1", fn=case_348, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:852 sample 2", fn=case_349, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:860 sample 2", fn=case_349, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:852 sample 3", fn=case_350, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:860 sample 3", fn=case_350, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:861 sample 0", fn=case_351, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:869 sample 0", fn=case_351, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:861 sample 1", fn=case_352, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:869 sample 1", fn=case_352, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:861 sample 2", fn=case_353, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:869 sample 2", fn=case_353, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:861 sample 3", fn=case_354, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:869 sample 3", fn=case_354, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:861 sample 4", fn=case_355, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:869 sample 4", fn=case_355, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:871 sample 0", fn=case_356, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:879 sample 0", fn=case_356, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:871 sample 1", fn=case_357, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:879 sample 1", fn=case_357, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:871 sample 2", fn=case_358, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:879 sample 2", fn=case_358, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:871 sample 3", fn=case_359, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:879 sample 3", fn=case_359, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:871 sample 4", fn=case_360, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:879 sample 4", fn=case_360, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:881 sample 0", fn=case_361, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:889 sample 0", fn=case_361, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:881 sample 1", fn=case_362, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:889 sample 1", fn=case_362, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:881 sample 2", fn=case_363, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:889 sample 2", fn=case_363, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:881 sample 3", fn=case_364, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:889 sample 3", fn=case_364, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:881 sample 4", fn=case_365, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:889 sample 4", fn=case_365, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:891 sample 0", fn=case_366, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:899 sample 0", fn=case_366, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:891 sample 1", fn=case_367, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:899 sample 1", fn=case_367, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:891 sample 2", fn=case_368, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:899 sample 2", fn=case_368, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:891 sample 3", fn=case_369, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:899 sample 3", fn=case_369, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:907 sample 0", fn=case_370, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:915 sample 0", fn=case_370, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:907 sample 1", fn=case_371, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:915 sample 1", fn=case_371, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:907 sample 2", fn=case_372, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:915 sample 2", fn=case_372, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:907 sample 3", fn=case_373, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:915 sample 3", fn=case_373, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:924 sample 0", fn=case_374, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:932 sample 0", fn=case_374, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:924 sample 1", fn=case_375, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:932 sample 1", fn=case_375, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:924 sample 2", fn=case_376, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:932 sample 2", fn=case_376, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:939 sample 0", fn=case_377, tensors=["self"],
+    dict(op="sum", where="ops.yaml:947 sample 0", fn=case_377, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:939 sample 1", fn=case_378, tensors=["self"],
+    dict(op="sum", where="ops.yaml:947 sample 1", fn=case_378, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:939 sample 2", fn=case_379, tensors=["self"],
+    dict(op="sum", where="ops.yaml:947 sample 2", fn=case_379, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:939 sample 3", fn=case_380, tensors=["self"],
+    dict(op="sum", where="ops.yaml:947 sample 3", fn=case_380, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:954 sample 0", fn=case_381, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:962 sample 0", fn=case_381, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:954 sample 1", fn=case_382, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:962 sample 1", fn=case_382, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:954 sample 2", fn=case_383, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:962 sample 2", fn=case_383, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:954 sample 3", fn=case_384, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:962 sample 3", fn=case_384, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:968 sample 0", fn=case_385, tensors=["self"],
+    dict(op="mean", where="ops.yaml:979 sample 0", fn=case_385, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:968 sample 1", fn=case_386, tensors=["self"],
+    dict(op="mean", where="ops.yaml:979 sample 1", fn=case_386, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:968 sample 2", fn=case_387, tensors=["self"],
+    dict(op="mean", where="ops.yaml:979 sample 2", fn=case_387, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:982 sample 0", fn=case_388, tensors=["self"],
+    dict(op="mean", where="ops.yaml:979 sample 3", fn=case_388, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="mean", where="ops.yaml:979 sample 4", fn=case_389, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mean.dim", where="ops.yaml:998 sample 0", fn=case_390, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:982 sample 1", fn=case_389, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:998 sample 1", fn=case_391, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:994 sample 0", fn=case_390, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:998 sample 2", fn=case_392, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="mean.dim", where="ops.yaml:998 sample 3", fn=case_393, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="amax", where="ops.yaml:1012 sample 0", fn=case_394, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:994 sample 1", fn=case_391, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1012 sample 1", fn=case_395, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:994 sample 2", fn=case_392, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1012 sample 2", fn=case_396, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1007 sample 0", fn=case_393, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1025 sample 0", fn=case_397, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1007 sample 1", fn=case_394, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1025 sample 1", fn=case_398, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1007 sample 2", fn=case_395, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1025 sample 2", fn=case_399, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1007 sample 3", fn=case_396, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1025 sample 3", fn=case_400, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1007 sample 4", fn=case_397, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1025 sample 4", fn=case_401, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1021 sample 0", fn=case_398, tensors=["self"],
+    dict(op="max", where="ops.yaml:1039 sample 0", fn=case_402, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1021 sample 1", fn=case_399, tensors=["self"],
+    dict(op="max", where="ops.yaml:1039 sample 1", fn=case_403, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1021 sample 2", fn=case_400, tensors=["self"],
+    dict(op="max", where="ops.yaml:1039 sample 2", fn=case_404, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1033 sample 0", fn=case_401, tensors=["self"],
+    dict(op="min", where="ops.yaml:1051 sample 0", fn=case_405, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1033 sample 1", fn=case_402, tensors=["self"],
+    dict(op="min", where="ops.yaml:1051 sample 1", fn=case_406, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1033 sample 2", fn=case_403, tensors=["self"],
+    dict(op="min", where="ops.yaml:1051 sample 2", fn=case_407, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 0 result values", fn=case_404, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 0 result values", fn=case_408, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 0 result indices", fn=case_405, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 0 result indices", fn=case_409, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 1 result values", fn=case_406, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 1 result values", fn=case_410, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 1 result indices", fn=case_407, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 1 result indices", fn=case_411, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 2 result values", fn=case_408, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 2 result values", fn=case_412, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 2 result indices", fn=case_409, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 2 result indices", fn=case_413, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 3 result values", fn=case_410, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 3 result values", fn=case_414, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 3 result indices", fn=case_411, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 3 result indices", fn=case_415, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 4 result values", fn=case_412, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 4 result values", fn=case_416, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1047 sample 4 result indices", fn=case_413, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1065 sample 4 result indices", fn=case_417, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1063 sample 0 result values", fn=case_414, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1081 sample 0 result values", fn=case_418, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1063 sample 0 result indices", fn=case_415, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1081 sample 0 result indices", fn=case_419, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1063 sample 1 result values", fn=case_416, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1081 sample 1 result values", fn=case_420, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1063 sample 1 result indices", fn=case_417, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1081 sample 1 result indices", fn=case_421, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1063 sample 2 result values", fn=case_418, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1081 sample 2 result values", fn=case_422, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1063 sample 2 result indices", fn=case_419, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1081 sample 2 result indices", fn=case_423, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1063 sample 3 result values", fn=case_420, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1081 sample 3 result values", fn=case_424, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1063 sample 3 result indices", fn=case_421, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1081 sample 3 result indices", fn=case_425, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1077 sample 0", fn=case_422, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1095 sample 0", fn=case_426, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1077 sample 1", fn=case_423, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1095 sample 1", fn=case_427, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1077 sample 2", fn=case_424, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1095 sample 2", fn=case_428, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1077 sample 3", fn=case_425, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1095 sample 3", fn=case_429, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1077 sample 4", fn=case_426, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1095 sample 4", fn=case_430, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1092 sample 0", fn=case_427, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1110 sample 0", fn=case_431, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1092 sample 1", fn=case_428, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1110 sample 1", fn=case_432, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1092 sample 2", fn=case_429, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1110 sample 2", fn=case_433, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1092 sample 3", fn=case_430, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1110 sample 3", fn=case_434, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1106 sample 0", fn=case_431, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1124 sample 0", fn=case_435, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1106 sample 1", fn=case_432, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1124 sample 1", fn=case_436, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1106 sample 2", fn=case_433, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="prod", where="ops.yaml:1106 sample 3", fn=case_434, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1121 sample 0", fn=case_435, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1121 sample 1", fn=case_436, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1121 sample 2", fn=case_437, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1121 sample 3", fn=case_438, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1124 sample 2", fn=case_437, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1135 sample 0", fn=case_439, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1124 sample 3", fn=case_438, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1135 sample 1", fn=case_440, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="all.dim", where="ops.yaml:1148 sample 0", fn=case_441, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1139 sample 0", fn=case_439, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1148 sample 1", fn=case_442, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1139 sample 1", fn=case_440, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1148 sample 2", fn=case_443, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="any", where="ops.yaml:1161 sample 0", fn=case_444, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1139 sample 2", fn=case_441, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1161 sample 1", fn=case_445, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1139 sample 3", fn=case_442, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1174 sample 0", fn=case_446, tensors=["self"],
+    dict(op="all", where="ops.yaml:1153 sample 0", fn=case_443, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1174 sample 1", fn=case_447, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="any.dim", where="ops.yaml:1174 sample 2", fn=case_448, tensors=["self"],
+    dict(op="all", where="ops.yaml:1153 sample 1", fn=case_444, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1187 sample 0", fn=case_449, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1166 sample 0", fn=case_445, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1187 sample 1", fn=case_450, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1166 sample 1", fn=case_446, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1187 sample 2", fn=case_451, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cumsum", where="ops.yaml:1187 sample 3", fn=case_452, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1166 sample 2", fn=case_447, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1187 sample 4", fn=case_453, tensors=["self"],
+    dict(op="any", where="ops.yaml:1179 sample 0", fn=case_448, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1202 sample 0", fn=case_454, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logsumexp", where="ops.yaml:1202 sample 1", fn=case_455, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logsumexp", where="ops.yaml:1202 sample 2", fn=case_456, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logsumexp", where="ops.yaml:1202 sample 3", fn=case_457, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="var.correction", where="ops.yaml:1216 sample 0", fn=case_458, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="var.correction", where="ops.yaml:1216 sample 1", fn=case_459, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="var.correction", where="ops.yaml:1216 sample 2", fn=case_460, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="var.correction", where="ops.yaml:1216 sample 3", fn=case_461, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="std.correction", where="ops.yaml:1231 sample 0", fn=case_462, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="std.correction", where="ops.yaml:1231 sample 1", fn=case_463, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="std.correction", where="ops.yaml:1231 sample 2", fn=case_464, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1249 sample 0", fn=case_465, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1249 sample 1", fn=case_466, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1249 sample 2", fn=case_467, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1249 sample 3", fn=case_468, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1336 sample 0", fn=case_469, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1336 sample 1", fn=case_470, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1336 sample 2", fn=case_471, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1336 sample 3", fn=case_472, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 0", fn=case_473, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 1", fn=case_474, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 2", fn=case_475, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 3", fn=case_476, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 4", fn=case_477, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 5", fn=case_478, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 6", fn=case_479, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 7", fn=case_480, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 8", fn=case_481, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 9", fn=case_482, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1354 sample 10", fn=case_483, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1384 sample 0", fn=case_484, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1384 sample 1", fn=case_485, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1384 sample 2", fn=case_486, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1384 sample 3", fn=case_487, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:1411 sample 0", fn=case_488, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:1411 sample 1", fn=case_489, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:1411 sample 2", fn=case_490, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:1411 sample 3", fn=case_491, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:1411 sample 4", fn=case_492, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:1443 sample 0", fn=case_493, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:1443 sample 1", fn=case_494, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:1443 sample 2", fn=case_495, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:1443 sample 3", fn=case_496, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:1443 sample 4", fn=case_497, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:1464 sample 0", fn=case_498, tensors=["self", "tensor"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:1464 sample 1", fn=case_499, tensors=["self", "tensor"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:1464 sample 2", fn=case_500, tensors=["self", "tensor"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:1481 sample 0", fn=case_501, tensors=["self", "vec2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:1481 sample 1", fn=case_502, tensors=["self", "vec2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:1481 sample 2", fn=case_503, tensors=["self", "vec2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 0", fn=case_504, tensors=["input", "weight", "bias"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 1", fn=case_505, tensors=["input", "weight", "bias"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 2", fn=case_506, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 3", fn=case_507, tensors=["input", "weight", "bias"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 4", fn=case_508, tensors=["input", "weight", "bias"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 5", fn=case_509, tensors=["input", "weight", "bias"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 6", fn=case_510, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 7", fn=case_511, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 8", fn=case_512, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 9", fn=case_513, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 10", fn=case_514, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1504 sample 11", fn=case_515, tensors=["input", "weight", "bias"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1532 sample 0", fn=case_516, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1532 sample 1", fn=case_517, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1532 sample 2", fn=case_518, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1532 sample 3", fn=case_519, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1553 sample 0", fn=case_520, tensors=["grad", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1553 sample 1", fn=case_521, tensors=["grad", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1553 sample 2", fn=case_522, tensors=["grad", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1553 sample 3", fn=case_523, tensors=["grad", "mat1", "mat2"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="t", where="ops.yaml:1571 sample 0", fn=case_524, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="t", where="ops.yaml:1571 sample 1", fn=case_525, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="transpose", where="ops.yaml:1582 sample 0", fn=case_526, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="transpose", where="ops.yaml:1582 sample 1", fn=case_527, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="permute", where="ops.yaml:1596 sample 0", fn=case_528, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="view", where="ops.yaml:1605 sample 0", fn=case_529, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="view", where="ops.yaml:1605 sample 1", fn=case_530, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reshape", where="ops.yaml:1615 sample 0", fn=case_531, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reshape", where="ops.yaml:1615 sample 1", fn=case_532, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expand", where="ops.yaml:1625 sample 0", fn=case_533, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expand", where="ops.yaml:1625 sample 1", fn=case_534, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze", where="ops.yaml:1635 sample 0", fn=case_535, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1645 sample 0", fn=case_536, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1645 sample 1", fn=case_537, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="unsqueeze", where="ops.yaml:1656 sample 0", fn=case_538, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="unsqueeze", where="ops.yaml:1656 sample 1", fn=case_539, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="slice", where="ops.yaml:1670 sample 0", fn=case_540, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="slice", where="ops.yaml:1670 sample 1", fn=case_541, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="select", where="ops.yaml:1681 sample 0", fn=case_542, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="select", where="ops.yaml:1681 sample 1", fn=case_543, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="contiguous", where="ops.yaml:1691 sample 0", fn=case_544, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1704 sample 0", fn=case_545, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1704 sample 1", fn=case_546, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1704 sample 2", fn=case_547, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1704 sample 3", fn=case_548, tensors=["self"],
+    dict(op="any", where="ops.yaml:1179 sample 1", fn=case_449, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1704 sample 4", fn=case_549, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1192 sample 0", fn=case_450, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1723 sample 0", fn=case_550, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1192 sample 1", fn=case_451, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1723 sample 1", fn=case_551, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="unflatten.int", where="ops.yaml:1723 sample 2", fn=case_552, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="unflatten.int", where="ops.yaml:1723 sample 3", fn=case_553, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1192 sample 2", fn=case_452, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1735 sample 0", fn=case_554, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1205 sample 0", fn=case_453, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1735 sample 1", fn=case_555, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1205 sample 1", fn=case_454, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1735 sample 2", fn=case_556, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1205 sample 2", fn=case_455, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1735 sample 3", fn=case_557, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="narrow", where="ops.yaml:1753 sample 0", fn=case_558, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="narrow", where="ops.yaml:1753 sample 1", fn=case_559, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="narrow", where="ops.yaml:1753 sample 2", fn=case_560, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="narrow", where="ops.yaml:1753 sample 3", fn=case_561, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1205 sample 3", fn=case_456, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1768 sample 0", fn=case_562, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1205 sample 4", fn=case_457, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1768 sample 1", fn=case_563, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1221 sample 0", fn=case_458, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1768 sample 2", fn=case_564, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1221 sample 1", fn=case_459, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1768 sample 3", fn=case_565, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1221 sample 2", fn=case_460, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:1221 sample 3", fn=case_461, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1768 sample 4", fn=case_566, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="repeat", where="ops.yaml:1768 sample 5", fn=case_567, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flip", where="ops.yaml:1783 sample 0", fn=case_568, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flip", where="ops.yaml:1783 sample 1", fn=case_569, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flip", where="ops.yaml:1783 sample 2", fn=case_570, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flip", where="ops.yaml:1783 sample 3", fn=case_571, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="flip", where="ops.yaml:1783 sample 4", fn=case_572, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="roll", where="ops.yaml:1800 sample 0", fn=case_573, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="roll", where="ops.yaml:1800 sample 1", fn=case_574, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="roll", where="ops.yaml:1800 sample 2", fn=case_575, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="roll", where="ops.yaml:1800 sample 3", fn=case_576, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="roll", where="ops.yaml:1800 sample 4", fn=case_577, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tril", where="ops.yaml:1824 sample 0", fn=case_578, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tril", where="ops.yaml:1824 sample 1", fn=case_579, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tril", where="ops.yaml:1824 sample 2", fn=case_580, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tril", where="ops.yaml:1824 sample 3", fn=case_581, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="tril", where="ops.yaml:1824 sample 4", fn=case_582, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="triu", where="ops.yaml:1840 sample 0", fn=case_583, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="triu", where="ops.yaml:1840 sample 1", fn=case_584, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="triu", where="ops.yaml:1840 sample 2", fn=case_585, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="triu", where="ops.yaml:1840 sample 3", fn=case_586, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="triu", where="ops.yaml:1840 sample 4", fn=case_587, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="pad", where="ops.yaml:1854 sample 0", fn=case_588, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="pad", where="ops.yaml:1854 sample 1", fn=case_589, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="pad", where="ops.yaml:1854 sample 2", fn=case_590, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="pad", where="ops.yaml:1854 sample 3", fn=case_591, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="pad", where="ops.yaml:1854 sample 4", fn=case_592, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1221 sample 4", fn=case_462, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1854 sample 5", fn=case_593, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1221 sample 5", fn=case_463, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1854 sample 6", fn=case_594, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1237 sample 0", fn=case_464, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1237 sample 1", fn=case_465, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1237 sample 2", fn=case_466, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1237 sample 3", fn=case_467, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1252 sample 0", fn=case_468, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1252 sample 1", fn=case_469, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1252 sample 2", fn=case_470, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1270 sample 0", fn=case_471, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1270 sample 1", fn=case_472, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1270 sample 2", fn=case_473, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1270 sample 3", fn=case_474, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1357 sample 0", fn=case_475, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1357 sample 1", fn=case_476, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1357 sample 2", fn=case_477, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1357 sample 3", fn=case_478, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 0", fn=case_479, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 1", fn=case_480, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 2", fn=case_481, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 3", fn=case_482, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 4", fn=case_483, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 5", fn=case_484, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 6", fn=case_485, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 7", fn=case_486, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 8", fn=case_487, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 9", fn=case_488, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1375 sample 10", fn=case_489, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1405 sample 0", fn=case_490, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1405 sample 1", fn=case_491, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1405 sample 2", fn=case_492, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1405 sample 3", fn=case_493, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1432 sample 0", fn=case_494, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1432 sample 1", fn=case_495, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1432 sample 2", fn=case_496, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1432 sample 3", fn=case_497, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1432 sample 4", fn=case_498, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1464 sample 0", fn=case_499, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1464 sample 1", fn=case_500, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1464 sample 2", fn=case_501, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1464 sample 3", fn=case_502, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1464 sample 4", fn=case_503, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1485 sample 0", fn=case_504, tensors=["self", "tensor"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1485 sample 1", fn=case_505, tensors=["self", "tensor"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1485 sample 2", fn=case_506, tensors=["self", "tensor"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1502 sample 0", fn=case_507, tensors=["self", "vec2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1502 sample 1", fn=case_508, tensors=["self", "vec2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1502 sample 2", fn=case_509, tensors=["self", "vec2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 0", fn=case_510, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 1", fn=case_511, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 2", fn=case_512, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 3", fn=case_513, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 4", fn=case_514, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 5", fn=case_515, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 6", fn=case_516, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 7", fn=case_517, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 8", fn=case_518, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 9", fn=case_519, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 10", fn=case_520, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1525 sample 11", fn=case_521, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1553 sample 0", fn=case_522, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1553 sample 1", fn=case_523, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1553 sample 2", fn=case_524, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1553 sample 3", fn=case_525, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:1574 sample 0", fn=case_526, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:1574 sample 1", fn=case_527, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:1574 sample 2", fn=case_528, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:1574 sample 3", fn=case_529, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:1592 sample 0", fn=case_530, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:1592 sample 1", fn=case_531, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:1603 sample 0", fn=case_532, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:1603 sample 1", fn=case_533, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="permute", where="ops.yaml:1617 sample 0", fn=case_534, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:1626 sample 0", fn=case_535, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:1626 sample 1", fn=case_536, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:1636 sample 0", fn=case_537, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:1636 sample 1", fn=case_538, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:1646 sample 0", fn=case_539, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:1646 sample 1", fn=case_540, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze", where="ops.yaml:1656 sample 0", fn=case_541, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:1666 sample 0", fn=case_542, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:1666 sample 1", fn=case_543, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:1677 sample 0", fn=case_544, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:1677 sample 1", fn=case_545, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:1691 sample 0", fn=case_546, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:1691 sample 1", fn=case_547, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:1702 sample 0", fn=case_548, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:1702 sample 1", fn=case_549, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="contiguous", where="ops.yaml:1712 sample 0", fn=case_550, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1725 sample 0", fn=case_551, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1725 sample 1", fn=case_552, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1725 sample 2", fn=case_553, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1725 sample 3", fn=case_554, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1725 sample 4", fn=case_555, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1744 sample 0", fn=case_556, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1744 sample 1", fn=case_557, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1744 sample 2", fn=case_558, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1744 sample 3", fn=case_559, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1756 sample 0", fn=case_560, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1756 sample 1", fn=case_561, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1756 sample 2", fn=case_562, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1756 sample 3", fn=case_563, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1774 sample 0", fn=case_564, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1774 sample 1", fn=case_565, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1774 sample 2", fn=case_566, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1774 sample 3", fn=case_567, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1789 sample 0", fn=case_568, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1789 sample 1", fn=case_569, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1789 sample 2", fn=case_570, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1789 sample 3", fn=case_571, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1789 sample 4", fn=case_572, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1789 sample 5", fn=case_573, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1804 sample 0", fn=case_574, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1804 sample 1", fn=case_575, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1804 sample 2", fn=case_576, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1804 sample 3", fn=case_577, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1804 sample 4", fn=case_578, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1821 sample 0", fn=case_579, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1821 sample 1", fn=case_580, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1821 sample 2", fn=case_581, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1821 sample 3", fn=case_582, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1821 sample 4", fn=case_583, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1845 sample 0", fn=case_584, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1845 sample 1", fn=case_585, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1845 sample 2", fn=case_586, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1845 sample 3", fn=case_587, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1845 sample 4", fn=case_588, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1861 sample 0", fn=case_589, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1861 sample 1", fn=case_590, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1861 sample 2", fn=case_591, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1861 sample 3", fn=case_592, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1861 sample 4", fn=case_593, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1875 sample 0", fn=case_594, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1875 sample 1", fn=case_595, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1875 sample 2", fn=case_596, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1875 sample 3", fn=case_597, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1875 sample 4", fn=case_598, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1854 sample 7", fn=case_595, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1875 sample 5", fn=case_599, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1874 sample 0", fn=case_596, tensors=["tensors_0", "tensors_1"],
+    dict(op="pad", where="ops.yaml:1875 sample 6", fn=case_600, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1875 sample 7", fn=case_601, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="cat", where="ops.yaml:1895 sample 0", fn=case_602, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1874 sample 1", fn=case_597, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1895 sample 1", fn=case_603, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1874 sample 2", fn=case_598, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1895 sample 2", fn=case_604, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1874 sample 3", fn=case_599, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1895 sample 3", fn=case_605, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1874 sample 4", fn=case_600, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1895 sample 4", fn=case_606, tensors=["tensors_0", "tensors_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1895 sample 0", fn=case_601, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1916 sample 0", fn=case_607, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1895 sample 1", fn=case_602, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1916 sample 1", fn=case_608, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1895 sample 2", fn=case_603, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1916 sample 2", fn=case_609, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1895 sample 3", fn=case_604, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1916 sample 3", fn=case_610, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1895 sample 4", fn=case_605, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1916 sample 4", fn=case_611, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1909 sample 0", fn=case_606, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1930 sample 0", fn=case_612, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1909 sample 1", fn=case_607, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1930 sample 1", fn=case_613, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1909 sample 2", fn=case_608, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1930 sample 2", fn=case_614, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1909 sample 3", fn=case_609, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1930 sample 3", fn=case_615, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1922 sample 0", fn=case_610, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1943 sample 0", fn=case_616, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1922 sample 1", fn=case_611, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1943 sample 1", fn=case_617, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1922 sample 2", fn=case_612, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1943 sample 2", fn=case_618, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1922 sample 3", fn=case_613, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1943 sample 3", fn=case_619, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1935 sample 0", fn=case_614, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1956 sample 0", fn=case_620, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1935 sample 1", fn=case_615, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1956 sample 1", fn=case_621, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1935 sample 2", fn=case_616, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1956 sample 2", fn=case_622, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1935 sample 3", fn=case_617, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1956 sample 3", fn=case_623, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1948 sample 0", fn=case_618, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1969 sample 0", fn=case_624, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1948 sample 1", fn=case_619, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1969 sample 1", fn=case_625, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1948 sample 2", fn=case_620, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1969 sample 2", fn=case_626, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1948 sample 3", fn=case_621, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1969 sample 3", fn=case_627, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1965 sample 0", fn=case_622, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1986 sample 0", fn=case_628, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1965 sample 1", fn=case_623, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1986 sample 1", fn=case_629, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1965 sample 2", fn=case_624, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1986 sample 2", fn=case_630, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1965 sample 3", fn=case_625, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1986 sample 3", fn=case_631, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1965 sample 4", fn=case_626, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1986 sample 4", fn=case_632, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1965 sample 5", fn=case_627, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1986 sample 5", fn=case_633, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1989 sample 0", fn=case_628, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2010 sample 0", fn=case_634, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1989 sample 1", fn=case_629, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2010 sample 1", fn=case_635, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1989 sample 2", fn=case_630, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2010 sample 2", fn=case_636, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1989 sample 3", fn=case_631, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2010 sample 3", fn=case_637, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1989 sample 4", fn=case_632, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2010 sample 4", fn=case_638, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2004 sample 0", fn=case_633, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2025 sample 0", fn=case_639, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2004 sample 1", fn=case_634, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2025 sample 1", fn=case_640, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2004 sample 2", fn=case_635, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2025 sample 2", fn=case_641, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2017 sample 0", fn=case_636, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2038 sample 0", fn=case_642, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2017 sample 1", fn=case_637, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2038 sample 1", fn=case_643, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2017 sample 2", fn=case_638, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2038 sample 2", fn=case_644, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2017 sample 3", fn=case_639, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2038 sample 3", fn=case_645, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2017 sample 4", fn=case_640, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2038 sample 4", fn=case_646, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2040 sample 0", fn=case_641, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2061 sample 0", fn=case_647, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2040 sample 1", fn=case_642, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2061 sample 1", fn=case_648, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2040 sample 2", fn=case_643, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2061 sample 2", fn=case_649, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2040 sample 3", fn=case_644, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2061 sample 3", fn=case_650, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2061 sample 0", fn=case_645, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2082 sample 0", fn=case_651, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2061 sample 1", fn=case_646, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2082 sample 1", fn=case_652, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2061 sample 2", fn=case_647, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2082 sample 2", fn=case_653, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2074 sample 0", fn=case_648, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2095 sample 0", fn=case_654, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2074 sample 1", fn=case_649, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2095 sample 1", fn=case_655, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2074 sample 2", fn=case_650, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2095 sample 2", fn=case_656, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2074 sample 3", fn=case_651, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2095 sample 3", fn=case_657, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2074 sample 4", fn=case_652, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2095 sample 4", fn=case_658, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2093 sample 0", fn=case_653, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2114 sample 0", fn=case_659, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2093 sample 1", fn=case_654, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2114 sample 1", fn=case_660, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2093 sample 2", fn=case_655, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2114 sample 2", fn=case_661, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2093 sample 3", fn=case_656, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2114 sample 3", fn=case_662, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2107 sample 0", fn=case_657, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2128 sample 0", fn=case_663, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2107 sample 1", fn=case_658, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2128 sample 1", fn=case_664, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2134 sample 0", fn=case_659, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2155 sample 0", fn=case_665, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2134 sample 1", fn=case_660, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2155 sample 1", fn=case_666, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2134 sample 2", fn=case_661, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2155 sample 2", fn=case_667, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2134 sample 3", fn=case_662, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2155 sample 3", fn=case_668, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2146 sample 0", fn=case_663, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2167 sample 0", fn=case_669, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2146 sample 1", fn=case_664, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2167 sample 1", fn=case_670, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2146 sample 2", fn=case_665, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2167 sample 2", fn=case_671, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2146 sample 3", fn=case_666, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2167 sample 3", fn=case_672, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2159 sample 0", fn=case_667, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2180 sample 0", fn=case_673, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2159 sample 1", fn=case_668, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2180 sample 1", fn=case_674, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2159 sample 2", fn=case_669, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2180 sample 2", fn=case_675, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2159 sample 3", fn=case_670, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2180 sample 3", fn=case_676, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2159 sample 4", fn=case_671, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2180 sample 4", fn=case_677, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2174 sample 0", fn=case_672, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2195 sample 0", fn=case_678, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2174 sample 1", fn=case_673, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2195 sample 1", fn=case_679, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2174 sample 2", fn=case_674, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2195 sample 2", fn=case_680, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2174 sample 3", fn=case_675, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2195 sample 3", fn=case_681, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2174 sample 4", fn=case_676, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2195 sample 4", fn=case_682, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2190 sample 0", fn=case_677, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2211 sample 0", fn=case_683, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2190 sample 1", fn=case_678, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2211 sample 1", fn=case_684, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2201 sample 0", fn=case_679, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2222 sample 0", fn=case_685, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2201 sample 1", fn=case_680, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2222 sample 1", fn=case_686, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2201 sample 2", fn=case_681, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2222 sample 2", fn=case_687, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2201 sample 3", fn=case_682, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2222 sample 3", fn=case_688, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2201 sample 4", fn=case_683, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2222 sample 4", fn=case_689, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2201 sample 5", fn=case_684, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2222 sample 5", fn=case_690, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2216 sample 0", fn=case_685, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2237 sample 0", fn=case_691, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2216 sample 1", fn=case_686, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2237 sample 1", fn=case_692, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2216 sample 2", fn=case_687, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2237 sample 2", fn=case_693, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2216 sample 3", fn=case_688, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2237 sample 3", fn=case_694, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2216 sample 4", fn=case_689, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2237 sample 4", fn=case_695, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 0 result values", fn=case_690, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 0 result values", fn=case_696, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 0 result indices", fn=case_691, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 0 result indices", fn=case_697, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 1 result values", fn=case_692, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 1 result values", fn=case_698, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 1 result indices", fn=case_693, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 1 result indices", fn=case_699, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 2 result values", fn=case_694, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 2 result values", fn=case_700, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 2 result indices", fn=case_695, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 2 result indices", fn=case_701, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 3 result values", fn=case_696, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 3 result values", fn=case_702, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 3 result indices", fn=case_697, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 3 result indices", fn=case_703, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 4 result values", fn=case_698, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 4 result values", fn=case_704, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2231 sample 4 result indices", fn=case_699, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2252 sample 4 result indices", fn=case_705, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2247 sample 0 result values", fn=case_700, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2268 sample 0 result values", fn=case_706, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2247 sample 0 result indices", fn=case_701, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2268 sample 0 result indices", fn=case_707, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2247 sample 1 result values", fn=case_702, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2268 sample 1 result values", fn=case_708, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2247 sample 1 result indices", fn=case_703, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2268 sample 1 result indices", fn=case_709, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 0 result values", fn=case_704, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 0 result values", fn=case_710, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 0 result indices", fn=case_705, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 0 result indices", fn=case_711, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 1 result values", fn=case_706, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 1 result values", fn=case_712, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 1 result indices", fn=case_707, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 1 result indices", fn=case_713, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 2 result values", fn=case_708, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 2 result values", fn=case_714, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 2 result indices", fn=case_709, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 2 result indices", fn=case_715, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 3 result values", fn=case_710, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 3 result values", fn=case_716, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 3 result indices", fn=case_711, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 3 result indices", fn=case_717, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 4 result values", fn=case_712, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 4 result values", fn=case_718, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2261 sample 4 result indices", fn=case_713, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2282 sample 4 result indices", fn=case_719, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2283 sample 0", fn=case_714, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2304 sample 0", fn=case_720, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2283 sample 1", fn=case_715, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2304 sample 1", fn=case_721, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2283 sample 2", fn=case_716, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2304 sample 2", fn=case_722, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2283 sample 3", fn=case_717, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2304 sample 3", fn=case_723, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2302 sample 0", fn=case_718, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2323 sample 0", fn=case_724, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2302 sample 1", fn=case_719, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2323 sample 1", fn=case_725, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2302 sample 2", fn=case_720, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2323 sample 2", fn=case_726, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2302 sample 3", fn=case_721, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2323 sample 3", fn=case_727, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2317 sample 0", fn=case_722, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2338 sample 0", fn=case_728, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2317 sample 1", fn=case_723, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2338 sample 1", fn=case_729, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2330 sample 0", fn=case_724, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2351 sample 0", fn=case_730, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2377 sample 0", fn=case_725, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2398 sample 0", fn=case_731, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2377 sample 1", fn=case_726, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2398 sample 1", fn=case_732, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2377 sample 2", fn=case_727, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2398 sample 2", fn=case_733, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2377 sample 3", fn=case_728, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2398 sample 3", fn=case_734, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2377 sample 4", fn=case_729, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2398 sample 4", fn=case_735, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2377 sample 5", fn=case_730, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2398 sample 5", fn=case_736, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2399 sample 0", fn=case_731, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2420 sample 0", fn=case_737, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2399 sample 1", fn=case_732, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2420 sample 1", fn=case_738, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2399 sample 2", fn=case_733, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2420 sample 2", fn=case_739, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2419 sample 0", fn=case_734, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2440 sample 0", fn=case_740, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2419 sample 1", fn=case_735, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2440 sample 1", fn=case_741, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2419 sample 2", fn=case_736, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2440 sample 2", fn=case_742, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2438 sample 0", fn=case_737, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2459 sample 0", fn=case_743, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2456 sample 0", fn=case_738, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2477 sample 0", fn=case_744, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2456 sample 1", fn=case_739, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2477 sample 1", fn=case_745, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2456 sample 2", fn=case_740, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2477 sample 2", fn=case_746, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2456 sample 3", fn=case_741, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2477 sample 3", fn=case_747, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2456 sample 4", fn=case_742, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2477 sample 4", fn=case_748, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2456 sample 5", fn=case_743, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2477 sample 5", fn=case_749, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2475 sample 0", fn=case_744, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2496 sample 0", fn=case_750, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2475 sample 1", fn=case_745, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2496 sample 1", fn=case_751, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2488 sample 0", fn=case_746, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2509 sample 0", fn=case_752, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2488 sample 1", fn=case_747, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2509 sample 1", fn=case_753, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2502 sample 0", fn=case_748, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2523 sample 0", fn=case_754, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2502 sample 1", fn=case_749, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2523 sample 1", fn=case_755, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 0 result values", fn=case_750, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2541 sample 0 result values", fn=case_756, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 0 result indices", fn=case_751, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2541 sample 0 result indices", fn=case_757, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 1 result values", fn=case_752, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2541 sample 1 result values", fn=case_758, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 1 result indices", fn=case_753, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2541 sample 1 result indices", fn=case_759, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 2 result values", fn=case_754, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2541 sample 2 result values", fn=case_760, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 2 result indices", fn=case_755, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2541 sample 2 result indices", fn=case_761, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 3 result values", fn=case_756, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2541 sample 3 result values", fn=case_762, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2520 sample 3 result indices", fn=case_757, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2541 sample 3 result indices", fn=case_763, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2538 sample 0", fn=case_758, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2559 sample 0", fn=case_764, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2538 sample 1", fn=case_759, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2559 sample 1", fn=case_765, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2538 sample 2", fn=case_760, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2559 sample 2", fn=case_766, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2563 sample 0", fn=case_761, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2584 sample 0", fn=case_767, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2563 sample 1", fn=case_762, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2584 sample 1", fn=case_768, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2563 sample 2", fn=case_763, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2584 sample 2", fn=case_769, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2563 sample 3", fn=case_764, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2584 sample 3", fn=case_770, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2563 sample 4", fn=case_765, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2584 sample 4", fn=case_771, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2590 sample 0", fn=case_766, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2611 sample 0", fn=case_772, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2590 sample 1", fn=case_767, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2611 sample 1", fn=case_773, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2590 sample 2", fn=case_768, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2611 sample 2", fn=case_774, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2590 sample 3", fn=case_769, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2611 sample 3", fn=case_775, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2590 sample 4", fn=case_770, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2611 sample 4", fn=case_776, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2614 sample 0", fn=case_771, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2635 sample 0", fn=case_777, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2614 sample 1", fn=case_772, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2635 sample 1", fn=case_778, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2614 sample 2", fn=case_773, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2635 sample 2", fn=case_779, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2614 sample 3", fn=case_774, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2635 sample 3", fn=case_780, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2648 sample 0", fn=case_775, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2669 sample 0", fn=case_781, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2648 sample 1", fn=case_776, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2669 sample 1", fn=case_782, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2648 sample 2", fn=case_777, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2669 sample 2", fn=case_783, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2648 sample 3", fn=case_778, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2669 sample 3", fn=case_784, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2648 sample 4", fn=case_779, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2669 sample 4", fn=case_785, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2648 sample 5", fn=case_780, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2669 sample 5", fn=case_786, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2681 sample 0", fn=case_781, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2702 sample 0", fn=case_787, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2681 sample 1", fn=case_782, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2702 sample 1", fn=case_788, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2712 sample 0", fn=case_783, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2733 sample 0", fn=case_789, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2712 sample 1", fn=case_784, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2733 sample 1", fn=case_790, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2881 sample 0", fn=case_785, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2902 sample 0", fn=case_791, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2881 sample 1", fn=case_786, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2902 sample 1", fn=case_792, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2881 sample 2", fn=case_787, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2902 sample 2", fn=case_793, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2881 sample 3", fn=case_788, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2902 sample 3", fn=case_794, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2881 sample 4", fn=case_789, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2902 sample 4", fn=case_795, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2899 sample 0", fn=case_790, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2902 sample 5", fn=case_796, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2902 sample 6", fn=case_797, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2922 sample 0", fn=case_798, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2899 sample 1", fn=case_791, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2922 sample 1", fn=case_799, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2899 sample 2", fn=case_792, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2922 sample 2", fn=case_800, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2899 sample 3", fn=case_793, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2922 sample 3", fn=case_801, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2899 sample 4", fn=case_794, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2922 sample 4", fn=case_802, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2917 sample 0", fn=case_795, tensors=["grad_output", "output"],
+    dict(op="log_softmax.int", where="ops.yaml:2922 sample 5", fn=case_803, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2922 sample 6", fn=case_804, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2942 sample 0", fn=case_805, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2917 sample 1", fn=case_796, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2942 sample 1", fn=case_806, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2917 sample 2", fn=case_797, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2942 sample 2", fn=case_807, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2934 sample 0", fn=case_798, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2959 sample 0", fn=case_808, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2934 sample 1", fn=case_799, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2959 sample 1", fn=case_809, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2934 sample 2", fn=case_800, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2959 sample 2", fn=case_810, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2973 sample 0", fn=case_801, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2998 sample 0", fn=case_811, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2973 sample 1", fn=case_802, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2998 sample 1", fn=case_812, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2973 sample 2", fn=case_803, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2998 sample 2", fn=case_813, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2973 sample 3", fn=case_804, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2998 sample 3", fn=case_814, tensors=["input"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2973 sample 4", fn=case_805, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2998 sample 4", fn=case_815, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2987 sample 0", fn=case_806, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3012 sample 0", fn=case_816, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2987 sample 1", fn=case_807, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3012 sample 1", fn=case_817, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2987 sample 2", fn=case_808, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3012 sample 2", fn=case_818, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2987 sample 3", fn=case_809, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3012 sample 3", fn=case_819, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2987 sample 4", fn=case_810, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3012 sample 4", fn=case_820, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3002 sample 0", fn=case_811, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3027 sample 0", fn=case_821, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3002 sample 1", fn=case_812, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3027 sample 1", fn=case_822, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3002 sample 2", fn=case_813, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3027 sample 2", fn=case_823, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3002 sample 3", fn=case_814, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3027 sample 3", fn=case_824, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3002 sample 4", fn=case_815, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3027 sample 4", fn=case_825, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 0", fn=case_816, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3042 sample 0", fn=case_826, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 1", fn=case_817, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3042 sample 1", fn=case_827, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 2", fn=case_818, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3042 sample 2", fn=case_828, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 3", fn=case_819, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3042 sample 3", fn=case_829, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 4", fn=case_820, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3042 sample 4", fn=case_830, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3017 sample 5", fn=case_821, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3042 sample 5", fn=case_831, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3033 sample 0", fn=case_822, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3058 sample 0", fn=case_832, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3033 sample 1", fn=case_823, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3058 sample 1", fn=case_833, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3033 sample 2", fn=case_824, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3058 sample 2", fn=case_834, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3033 sample 3", fn=case_825, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3058 sample 3", fn=case_835, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3033 sample 4", fn=case_826, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3058 sample 4", fn=case_836, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 0", fn=case_827, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3075 sample 0", fn=case_837, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 1", fn=case_828, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3075 sample 1", fn=case_838, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 2", fn=case_829, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3075 sample 2", fn=case_839, tensors=["self", "target"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3075 sample 3", fn=case_840, tensors=["self", "target"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:3090 sample 0", fn=case_841, tensors=["self", "target"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:3090 sample 1", fn=case_842, tensors=["self", "target"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:3090 sample 2", fn=case_843, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 3", fn=case_830, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3090 sample 3", fn=case_844, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 4", fn=case_831, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3090 sample 4", fn=case_845, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3049 sample 5", fn=case_832, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3090 sample 5", fn=case_846, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 0", fn=case_833, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3106 sample 0", fn=case_847, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 1", fn=case_834, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3106 sample 1", fn=case_848, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 2", fn=case_835, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3106 sample 2", fn=case_849, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 3", fn=case_836, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3106 sample 3", fn=case_850, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 4", fn=case_837, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3106 sample 4", fn=case_851, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3065 sample 5", fn=case_838, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3106 sample 5", fn=case_852, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3088 sample 0", fn=case_839, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3129 sample 0", fn=case_853, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3088 sample 1", fn=case_840, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3129 sample 1", fn=case_854, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3088 sample 2", fn=case_841, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3129 sample 2", fn=case_855, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3088 sample 3", fn=case_842, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3129 sample 3", fn=case_856, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3088 sample 4", fn=case_843, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3129 sample 4", fn=case_857, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3088 sample 5", fn=case_844, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3129 sample 5", fn=case_858, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 0", fn=case_845, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 0", fn=case_859, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 1", fn=case_846, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 1", fn=case_860, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 2", fn=case_847, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 2", fn=case_861, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 3", fn=case_848, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 3", fn=case_862, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 4", fn=case_849, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 4", fn=case_863, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 5", fn=case_850, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 5", fn=case_864, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 6", fn=case_851, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 6", fn=case_865, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 7", fn=case_852, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 7", fn=case_866, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 8", fn=case_853, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 8", fn=case_867, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 9", fn=case_854, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 9", fn=case_868, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 10", fn=case_855, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 10", fn=case_869, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3111 sample 11", fn=case_856, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3152 sample 11", fn=case_870, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 0", fn=case_857, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3178 sample 0", fn=case_871, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 1", fn=case_858, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3178 sample 1", fn=case_872, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 2", fn=case_859, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3178 sample 2", fn=case_873, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 3", fn=case_860, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3178 sample 3", fn=case_874, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 4", fn=case_861, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3178 sample 4", fn=case_875, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 5", fn=case_862, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3178 sample 5", fn=case_876, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3137 sample 6", fn=case_863, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3178 sample 6", fn=case_877, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 0", fn=case_864, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3217 sample 0", fn=case_878, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 1", fn=case_865, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3217 sample 1", fn=case_879, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 2", fn=case_866, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3217 sample 2", fn=case_880, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 3", fn=case_867, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3217 sample 3", fn=case_881, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 4", fn=case_868, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3217 sample 4", fn=case_882, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 5", fn=case_869, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3217 sample 5", fn=case_883, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3176 sample 6", fn=case_870, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3217 sample 6", fn=case_884, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 0 result output", fn=case_871, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3245 sample 0 result output", fn=case_885, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 0 result attn", fn=case_872, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3245 sample 0 result attn", fn=case_886, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 1 result output", fn=case_873, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3245 sample 1 result output", fn=case_887, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 1 result attn", fn=case_874, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3245 sample 1 result attn", fn=case_888, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 2 result output", fn=case_875, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3245 sample 2 result output", fn=case_889, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 2 result attn", fn=case_876, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3245 sample 2 result attn", fn=case_890, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 3 result output", fn=case_877, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3245 sample 3 result output", fn=case_891, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3204 sample 3 result attn", fn=case_878, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3245 sample 3 result attn", fn=case_892, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3234 sample 0", fn=case_879, tensors=[],
+    dict(op="empty", where="ops.yaml:3275 sample 0", fn=case_893, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3234 sample 1", fn=case_880, tensors=[],
+    dict(op="empty", where="ops.yaml:3275 sample 1", fn=case_894, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3234 sample 2", fn=case_881, tensors=[],
+    dict(op="empty", where="ops.yaml:3275 sample 2", fn=case_895, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3241 sample 0", fn=case_882, tensors=[],
+    dict(op="zeros", where="ops.yaml:3282 sample 0", fn=case_896, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3249 sample 0", fn=case_883, tensors=[],
+    dict(op="ones", where="ops.yaml:3290 sample 0", fn=case_897, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3264 sample 0", fn=case_884, tensors=[],
+    dict(op="full", where="ops.yaml:3305 sample 0", fn=case_898, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3264 sample 1", fn=case_885, tensors=[],
+    dict(op="full", where="ops.yaml:3305 sample 1", fn=case_899, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3264 sample 2", fn=case_886, tensors=[],
+    dict(op="full", where="ops.yaml:3305 sample 2", fn=case_900, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3275 sample 0", fn=case_887, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3316 sample 0", fn=case_901, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3275 sample 1", fn=case_888, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3316 sample 1", fn=case_902, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3275 sample 2", fn=case_889, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3316 sample 2", fn=case_903, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3295 sample 0", fn=case_890, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3336 sample 0", fn=case_904, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3295 sample 1", fn=case_891, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3336 sample 1", fn=case_905, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3295 sample 2", fn=case_892, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3336 sample 2", fn=case_906, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3295 sample 3", fn=case_893, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3336 sample 3", fn=case_907, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3307 sample 0", fn=case_894, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3348 sample 0", fn=case_908, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3307 sample 1", fn=case_895, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3348 sample 1", fn=case_909, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3307 sample 2", fn=case_896, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3348 sample 2", fn=case_910, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3312 sample 0", fn=case_897, tensors=[],
+    dict(op="arange", where="ops.yaml:3353 sample 0", fn=case_911, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3327 sample 0", fn=case_898, tensors=[],
+    dict(op="linspace", where="ops.yaml:3368 sample 0", fn=case_912, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3327 sample 1", fn=case_899, tensors=[],
+    dict(op="linspace", where="ops.yaml:3368 sample 1", fn=case_913, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3327 sample 2", fn=case_900, tensors=[],
+    dict(op="linspace", where="ops.yaml:3368 sample 2", fn=case_914, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3339 sample 0", fn=case_901, tensors=[],
+    dict(op="eye", where="ops.yaml:3380 sample 0", fn=case_915, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3339 sample 1", fn=case_902, tensors=[],
+    dict(op="eye", where="ops.yaml:3380 sample 1", fn=case_916, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3350 sample 0", fn=case_903, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3391 sample 0", fn=case_917, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3350 sample 1", fn=case_904, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3391 sample 1", fn=case_918, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3354 sample 0", fn=case_905, tensors=[],
+    dict(op="rand", where="ops.yaml:3395 sample 0", fn=case_919, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3365 sample 0", fn=case_906, tensors=[],
+    dict(op="randn", where="ops.yaml:3406 sample 0", fn=case_920, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3382 sample 0", fn=case_907, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3423 sample 0", fn=case_921, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3382 sample 1", fn=case_908, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3423 sample 1", fn=case_922, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3392 sample 0", fn=case_909, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3433 sample 0", fn=case_923, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3392 sample 1", fn=case_910, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3433 sample 1", fn=case_924, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3403 sample 0", fn=case_911, tensors=[],
+    dict(op="randint", where="ops.yaml:3444 sample 0", fn=case_925, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3403 sample 1", fn=case_912, tensors=[],
+    dict(op="randint", where="ops.yaml:3444 sample 1", fn=case_926, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3414 sample 0", fn=case_913, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3455 sample 0", fn=case_927, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3424 sample 0", fn=case_914, tensors=[],
+    dict(op="randperm", where="ops.yaml:3465 sample 0", fn=case_928, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3424 sample 1", fn=case_915, tensors=[],
+    dict(op="randperm", where="ops.yaml:3465 sample 1", fn=case_929, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3441 sample 0", fn=case_916, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3482 sample 0", fn=case_930, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3441 sample 1", fn=case_917, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3482 sample 1", fn=case_931, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3441 sample 2", fn=case_918, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3482 sample 2", fn=case_932, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3452 sample 0", fn=case_919, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3493 sample 0", fn=case_933, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3452 sample 1", fn=case_920, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3493 sample 1", fn=case_934, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3452 sample 2", fn=case_921, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3493 sample 2", fn=case_935, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3464 sample 0", fn=case_922, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3505 sample 0", fn=case_936, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3464 sample 1", fn=case_923, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3505 sample 1", fn=case_937, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3464 sample 2", fn=case_924, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3505 sample 2", fn=case_938, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3477 sample 0", fn=case_925, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3518 sample 0", fn=case_939, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3477 sample 1", fn=case_926, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3518 sample 1", fn=case_940, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3488 sample 0", fn=case_927, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3529 sample 0", fn=case_941, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3488 sample 1", fn=case_928, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3529 sample 1", fn=case_942, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],

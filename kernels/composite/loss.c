@@ -24,12 +24,6 @@ abs_of(yt_tensor *d)
     return r;
 }
 
-static yt_tensor *
-scalar_like(yt_tensor *like, double v)
-{
-    return yt_full_ex(NULL, 0, yt_float(v), yt_tensor_dtype(like), yt_tensor_device(like));
-}
-
 yt_tensor *
 yt__composite_mse_loss(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -78,8 +72,17 @@ yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target, const char *red
 {
     if (!(beta >= 0.0))
         return yt__fail(YT_ERR_VALUE, "smooth_l1_loss: beta must be >= 0, got beta=%g", beta);
-    if (beta == 0.0) /* PyTorch: plain l1 */
-        return yt__composite_l1_loss(self, target, reduction);
+    if (beta == 0.0) { /* plain l1, with PyTorch's gradient -1 at self == target (its kernel's
+                          * d <= -beta branch), where l1_loss has sign(0) = 0 */
+        yt_tensor *d = yt_sub(self, target);
+        yt_tensor *pos = yt_gt_scalar(d, yt_int(0));
+        yt_tensor *nd = yt_neg(d);
+        yt_tensor *a = yt_where(pos, d, nd);
+        yt_release(d);
+        yt_release(pos);
+        yt_release(nd);
+        return yt__reduce_loss(a, yt__reduction_code(reduction));
+    }
     return piecewise(self, target, beta, 0.5 / beta, 1.0, reduction);
 }
 
@@ -89,29 +92,6 @@ yt__composite_huber_loss(yt_tensor *self, yt_tensor *target, const char *reducti
     if (!(delta > 0.0))
         return yt__fail(YT_ERR_VALUE, "huber_loss: delta must be > 0, got delta=%g", delta);
     return piecewise(self, target, delta, 0.5, delta, reduction);
-}
-
-/* log(x) clamped below at -100 as PyTorch does, with x <= 0 sent through log(1) so that neither
- * the value nor the gradient becomes NaN there. */
-static yt_tensor *
-clamped_log(yt_tensor *x)
-{
-    yt_tensor *pos = yt_gt_scalar(x, yt_int(0));
-    yt_tensor *one = yt_ones_like(x);
-    yt_tensor *safe = yt_where(pos, x, one);
-    yt_tensor *lg = yt_log(safe);
-    yt_tensor *floor_ = scalar_like(x, -100.0);
-    yt_tensor *above = yt_gt_scalar(lg, yt_int(-100));
-    yt_tensor *keep = yt_mul(pos, above);
-    yt_tensor *r = yt_where(keep, lg, floor_);
-    yt_release(pos);
-    yt_release(one);
-    yt_release(safe);
-    yt_release(lg);
-    yt_release(floor_);
-    yt_release(above);
-    yt_release(keep);
-    return r;
 }
 
 /* ---------------------------------------------------------------- shared checks */
@@ -195,21 +175,9 @@ yt__composite_binary_cross_entropy(yt_tensor *self, yt_tensor *target, yt_tensor
         }
     }
     yt__release_cast(xv, self);
-    /* -(t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100 */
-    yt_tensor *lx = clamped_log(self);
-    yt_tensor *one_minus_x = yt_rsub(self, yt_int(1));
-    yt_tensor *l1x = clamped_log(one_minus_x);
-    yt_tensor *one_minus_t = yt_rsub(target, yt_int(1));
-    yt_tensor *a = yt_mul(target, lx), *b = yt_mul(one_minus_t, l1x);
-    yt_tensor *s = yt_add(a, b);
-    yt_tensor *loss = yt_neg(s);
-    yt_release(lx);
-    yt_release(one_minus_x);
-    yt_release(l1x);
-    yt_release(one_minus_t);
-    yt_release(a);
-    yt_release(b);
-    yt_release(s);
+    /* -(t * log(x) + (1 - t) * log1p(-x)), each log clamped at -100; its own derivative gives
+     * PyTorch's gradients, finite where x is 0 or 1 */
+    yt_tensor *loss = yt_binary_cross_entropy_elementwise(self, target);
     return yt__reduce_loss(times_weight(loss, weight), yt__reduction_code(reduction));
 }
 

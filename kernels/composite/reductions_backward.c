@@ -283,11 +283,21 @@ yt__composite_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_
     if (p == 1.0) {
         scale = yt_retain(sign);
     } else {
-        /* sign(x) |x|^(p-1) / norm^(p-1), with norm = 0 replaced by 1 (its share is 0) */
+        /* sign(x) |x|^(p-1) / norm^(p-1), with norm = 0 replaced by 1 (its share is 0); for
+         * p < 1, |x|^(p-1) is infinite at x == 0, where PyTorch takes the share as 0 */
         yt_tensor *is_zero = yt_eq_scalar(o, yt_int(0));
         yt_tensor *zmask = yt_to(is_zero, yt_tensor_dtype(o));
         yt_tensor *o1 = yt_add(o, zmask);
         yt_tensor *num = p == 2.0 ? yt_retain(absx) : yt_pow(absx, yt_float(p - 1));
+        if (p < 1.0 && num != NULL) {
+            yt_tensor *x_zero = yt_eq_scalar(absx, yt_int(0));
+            yt_tensor *zero = yt_zeros_ex(NULL, 0, yt_tensor_dtype(absx), yt_tensor_device(absx));
+            yt_tensor *masked = yt_where(x_zero, zero, num);
+            yt_release(zero);
+            yt_release(x_zero);
+            yt_release(num);
+            num = masked;
+        }
         yt_tensor *den = p == 2.0 ? yt_retain(o1) : yt_pow(o1, yt_float(p - 1));
         yt_tensor *ratio = yt_div(num, den);
         yt_tensor *signed_ratio = yt_mul(ratio, sign);

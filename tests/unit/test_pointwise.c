@@ -896,3 +896,33 @@ Test(pointwise, signed_integer_arithmetic_wraps)
     yt_release(m8);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* d(sum(loss(x)))/dx for a leaf made of `x`, compared with `want` (exact). */
+static void
+expect_loss_grad(const double *x, const double *t, int64_t n, const char *which, double beta,
+                 const double *want)
+{
+    yt_tensor *leaf = vec(x, n, YT_DTYPE_F64), *target = vec(t, n, YT_DTYPE_F64);
+    yt_set_requires_grad(leaf, true);
+    yt_tensor *loss = strcmp(which, "bce") == 0
+                          ? yt_binary_cross_entropy_ex(leaf, target, NULL, "sum")
+                          : yt_smooth_l1_loss_ex(leaf, target, "sum", beta);
+    cr_assert_not_null(loss, "%s: %s", which, yt_errmsg());
+    cr_assert_eq(yt_backward(loss, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    expect(yt_grad(leaf), want, n, which);
+    yt_release(loss);
+    yt_release(target);
+    yt_release(leaf);
+}
+
+/* PyTorch's binary_cross_entropy_backward: grad (x - t) / max(x (1 - x), 1e-12), finite at the
+ * ends of [0, 1]; smooth_l1 with beta 0 has PyTorch's kernel's -1 at x == t. */
+Test(pointwise, loss_gradients_at_the_edges_match_pytorch)
+{
+    const double x[] = {0, 0.5, 1, 0, 1, 0.75}, t[] = {0, 1, 1, 1, 0, 0.25};
+    expect_loss_grad(x, t, 6, "bce", 0, (double[]){0, -2, 0, -1e12, 1e12, 0.5 / 0.1875});
+    const double s[] = {0, 0.5, 1, 0.3}, st[] = {0, 1, 1, 0};
+    expect_loss_grad(s, st, 4, "smooth_l1", 0.0, (double[]){-1, -1, -1, 1});
+    expect_loss_grad(s, st, 4, "smooth_l1", 1.0, (double[]){0, -0.5, 0, 0.3});
+    YT_ASSERT_NO_LEAKS();
+}

@@ -476,6 +476,54 @@ Test(norm, orders_and_zero_gradient)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* For ord < 1, |x|^(ord-1) is infinite at x == 0: PyTorch's norm_backward takes those shares
+ * as 0 (and all of them when the norm is 0), not NaN. */
+Test(vector_norm, gradient_below_ord_one_is_zero_at_zeros)
+{
+    const double x[] = {0, 1, 2, 0};
+    const double ords[] = {0.5, -1.0};
+    const double want[][4] = {{0, 2.414213562373095, 1.7071067811865475, 0}, {0, 0, 0, 0}};
+    for (int k = 0; k < 2; k++) {
+        yt_tensor *t = vec(x, 4, YT_DTYPE_F64);
+        yt_set_requires_grad(t, true);
+        yt_tensor *n =
+            yt_linalg_vector_norm_ex(t, yt_float(ords[k]), NULL, 0, false, YT_DTYPE_NONE);
+        cr_assert_eq(yt_backward(n, NULL, NULL), YT_OK, "%s", yt_errmsg());
+        double g[4];
+        take(yt_grad(t), g, 4);
+        expect_near(g, want[k], 4, 1e-12);
+        yt_release(n);
+        yt_release(t);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Integral and bool inputs: mean and softmax take a floating dtype, logsumexp computes in f32,
+ * as in PyTorch. */
+Test(mean, integral_input_with_a_floating_dtype)
+{
+    const int64_t s23[] = {2, 3};
+    yt_tensor *a = make((double[]){1, 2, 3, 4, 5, 6}, s23, 2, YT_DTYPE_I32);
+    yt_tensor *m = yt_mean_ex(a, YT_DTYPE_F64);
+    cr_assert_not_null(m, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dtype(m), YT_DTYPE_F64);
+    cr_assert_float_eq(one(m), 3.5, 1e-12);
+    cr_assert_null(yt_mean(a));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "mean: ");
+    yt_tensor *l = yt_logsumexp(a, (int64_t[]){1}, 1);
+    cr_assert_not_null(l, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dtype(l), YT_DTYPE_F32);
+    double g[2];
+    take(l, g, 2);
+    expect_near(g, (double[]){3.40760596444438, 6.40760596444438}, 2, 1e-5);
+    yt_tensor *sm = yt_softmax_ex(a, 1, YT_DTYPE_F32);
+    cr_assert_not_null(sm, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dtype(sm), YT_DTYPE_F32);
+    yt_release(sm);
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* f32 sums add in float registers over short runs (rows and columns) and in double beyond: the
  * result stays within a few float ulps of the exact (f64) sum for long rows and columns. */
 Test(sum, f32_accuracy_both_layouts)
