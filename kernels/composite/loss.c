@@ -24,9 +24,33 @@ abs_of(yt_tensor *d)
     return r;
 }
 
+/* target must broadcast with self (PyTorch broadcasts, with a warning); checked here so that a
+ * mismatch is the loss's error, not that of the sub inside it. */
+static yt_status
+check_broadcasts(yt_tensor *self, yt_tensor *target, const char *op)
+{
+    int n = self->dim > target->dim ? self->dim : target->dim;
+    for (int i = 1; i <= n; i++) {
+        int64_t s = i <= self->dim ? self->sizes[self->dim - i] : 1;
+        int64_t t = i <= target->dim ? target->sizes[target->dim - i] : 1;
+        if (s != t && s != 1 && t != 1) {
+            char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+            return yt__fail_status(YT_ERR_SHAPE,
+                                   "%s: target of shape %s does not broadcast with self (the "
+                                   "input) of shape %s: target.size(%d)=%lld, self.size(%d)=%lld",
+                                   op, yt__format_sizes(a, sizeof a, target->sizes, target->dim),
+                                   yt__format_sizes(b, sizeof b, self->sizes, self->dim),
+                                   target->dim - i, (long long)t, self->dim - i, (long long)s);
+        }
+    }
+    return YT_OK;
+}
+
 yt_tensor *
 yt__composite_mse_loss(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
+    if (check_broadcasts(self, target, "mse_loss") != YT_OK)
+        return NULL;
     yt_tensor *d = yt_sub(self, target);
     yt_tensor *sq = yt_mul(d, d);
     yt_release(d);
@@ -36,6 +60,8 @@ yt__composite_mse_loss(yt_tensor *self, yt_tensor *target, const char *reduction
 yt_tensor *
 yt__composite_l1_loss(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
+    if (check_broadcasts(self, target, "l1_loss") != YT_OK)
+        return NULL;
     yt_tensor *d = yt_sub(self, target);
     yt_tensor *a = abs_of(d);
     yt_release(d);
@@ -342,6 +368,21 @@ yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target, yt_tensor *
     if (same_shape(self, target))
         return cross_entropy_probs(self, target, weight, yt__reduction_code(reduction),
                                    ignore_index, label_smoothing);
+    /* Class indices go to the fused kernel; its errors would name cross_entropy_index, and a
+     * floating target of the wrong shape would be refused for its dtype. */
+    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+    if (yt_dtype_is_floating(target->dtype))
+        return yt__fail(YT_ERR_SHAPE,
+                        "cross_entropy_loss: a floating target holds class probabilities and "
+                        "must have self's shape %s, got %s (class indices must be integers)",
+                        yt__format_sizes(a, sizeof a, self->sizes, self->dim),
+                        yt__format_sizes(b, sizeof b, target->sizes, target->dim));
+    int64_t c = self->dim == 0 ? 0 : self->dim == 1 ? self->sizes[0] : self->sizes[1];
+    if (self->dim > 0 && weight != NULL && (weight->dim != 1 || weight->sizes[0] != c))
+        return yt__fail(YT_ERR_SHAPE,
+                        "cross_entropy_loss: weight must be 1-D with %lld elements (one per "
+                        "class), got shape %s",
+                        (long long)c, yt__format_sizes(a, sizeof a, weight->sizes, weight->dim));
     /* class indices: PyTorch's nll_loss_forward refuses the weight (cross_entropy_index would too,
      * under its own name) */
     if (weight != NULL && yt_grad_enabled() && yt_requires_grad(weight))

@@ -421,7 +421,7 @@ Test(loss, weight_and_shape_errors)
     cr_assert_null(yt_nll_loss_ex(self, index, short_w, "mean", -100));
     YT_ASSERT_ERROR(YT_ERR_SHAPE, "nll_loss: weight must be 1-D with 3 elements (one per class)");
     cr_assert_null(yt_cross_entropy_loss_ex(self, index, short_w, "mean", -100, 0.0));
-    YT_ASSERT_ERROR(YT_ERR_SHAPE, "cross_entropy_index: weight must be 1-D with 3 elements");
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "cross_entropy_loss: weight must be 1-D with 3 elements");
     cr_assert_null(yt_cross_entropy_loss_ex(self, self, short_w, "mean", -100, 0.0));
     YT_ASSERT_ERROR(YT_ERR_SHAPE, "cross_entropy_loss: weight must be 1-D with 3 elements");
     cr_assert_null(yt_nll_loss_ex(self, index, f32_w, "mean", -100));
@@ -584,5 +584,31 @@ Test(dropout, edge_cases)
     yt_release(p0);
     yt_release(p1);
     yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Shape errors of the composite losses name the loss and its arguments, not the ops inside:
+ * mse_loss / l1_loss said "sub: self.size(1)=5 cannot broadcast ...", cross_entropy a wrong
+ * weight "cross_entropy_index: weight ..." and a floating target of the wrong shape a dtype. */
+Test(loss, shape_errors_name_the_loss)
+{
+    const int64_t s35[2] = {3, 5}, s34[2] = {3, 4}, s15[2] = {1, 5}, s3[1] = {3}, s6[1] = {6};
+    yt_tensor *x = yt_zeros(s35, 2), *t34 = yt_zeros(s34, 2), *t15 = yt_zeros(s15, 2);
+    yt_tensor *idx = yt_zeros_ex(s3, 1, YT_DTYPE_I64, YT_DEVICE_NONE), *w6 = yt_ones(s6, 1);
+    cr_assert_null(yt_mse_loss_ex(x, t34, "mean"));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "mse_loss: target of shape [3, 4] does not broadcast with self "
+                                  "(the input) of shape [3, 5]: target.size(1)=4, self.size(1)=5");
+    cr_assert_null(yt_l1_loss_ex(x, t34, "sum"));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "l1_loss: target of shape [3, 4] does not broadcast with self");
+    yt_tensor *ok = yt_mse_loss_ex(x, t15, "mean"); /* broadcasts, as in PyTorch */
+    cr_assert_not_null(ok, "%s", yt_errmsg());
+    yt_release(ok);
+    cr_assert_null(yt_cross_entropy_loss_ex(x, t34, NULL, "mean", -100, 0.0));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "cross_entropy_loss: a floating target holds class "
+                                  "probabilities and must have self's shape [3, 5], got [3, 4]");
+    cr_assert_null(yt_cross_entropy_loss_ex(x, idx, w6, "mean", -100, 0.0));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "cross_entropy_loss: weight must be 1-D with 5 elements (one "
+                                  "per class), got shape [6]");
+    yt_release(x), yt_release(t34), yt_release(t15), yt_release(idx), yt_release(w6);
     YT_ASSERT_NO_LEAKS();
 }
