@@ -61,6 +61,12 @@ def _tensor_spec(name, spec, optional=False, no_grad=False):
             "optional": optional, "no_grad": no_grad or bool(spec.get("no_grad"))}
 
 
+def _any_floating(specs) -> bool:
+    """Whether some tensor of a case can require grad: a sample made only of integral or bool
+    tensors (mean(i32, dtype=f64)) runs forward only."""
+    return any(spec["dtype"] in (C_DTYPE[d] for d in DTYPE_SETS["floating"]) for spec in specs)
+
+
 def non_differentiable(op: Op) -> list:
     """Arguments derivatives.yaml marks `ARG: non_differentiable`."""
     return list(op.derivative.non_differentiable) if op.derivative is not None else []
@@ -196,7 +202,7 @@ class CaseBuilder:
             self.cases.append({
                 "op": op.schema.full_name, "where": f"{op.samples_loc} sample {si}", "inputs": specs,
                 "call": call, "inplace": inplace, "out": out,
-                "differentiable": "true" if lo.differentiable else "false",
+                "differentiable": "true" if lo.differentiable and _any_floating(specs) else "false",
                 "domain": f'"{op.domain}"' if op.domain else "NULL",
                 "torch": torch_case(len(self.cases), op, sample, f"{op.samples_loc} sample {si}"),
             })

@@ -781,7 +781,7 @@ yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor 
 }
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:1277 */
+ * from ops.yaml:1276 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -821,7 +821,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:1284 */
+ * from ops.yaml:1283 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -856,7 +856,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:1291 */
+ * from ops.yaml:1290 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -891,7 +891,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
 }
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
- * from ops.yaml:1298 */
+ * from ops.yaml:1297 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 {
@@ -904,7 +904,7 @@ yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1305 */
+ * from ops.yaml:1304 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -947,7 +947,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:1312 */
+ * from ops.yaml:1311 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -985,7 +985,7 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
 }
 
 /* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1319 */
+ * from ops.yaml:1318 */
 yt_tensor *
 yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                       int dim_len, bool keepdim)
@@ -1026,7 +1026,7 @@ yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const
 }
 
 /* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
- * from ops.yaml:1326 */
+ * from ops.yaml:1325 */
 yt_tensor *
 yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
                 int64_t correction, bool keepdim)
@@ -1057,7 +1057,7 @@ yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_le
 }
 
 /* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
- * from ops.yaml:1333 */
+ * from ops.yaml:1332 */
 yt_tensor *
 yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                 int dim_len, int64_t correction, bool keepdim)
@@ -1098,7 +1098,7 @@ yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1539 */
+ * from ops.yaml:1538 */
 yt_tensor *
 yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 {
@@ -1106,7 +1106,7 @@ yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1539 */
+ * from ops.yaml:1538 */
 yt_tensor *
 yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_scalar alpha)
 {
@@ -1165,7 +1165,7 @@ yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_sca
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:1560 */
+ * from ops.yaml:1559 */
 yt_tensor *
 yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -1173,7 +1173,7 @@ yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:1560 */
+ * from ops.yaml:1559 */
 yt_tensor *
 yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_scalar alpha)
 {
@@ -1232,7 +1232,7 @@ yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_sca
 }
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
- * from ops.yaml:1828 */
+ * from ops.yaml:1827 */
 yt_tensor *
 yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
                  int dims_len)
@@ -1254,7 +1254,7 @@ yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const i
 }
 
 /* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
- * from ops.yaml:1902 */
+ * from ops.yaml:1901 */
 int64_t
 yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
                 yt_tensor **out, int64_t out_capacity)
@@ -1290,7 +1290,7 @@ yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int ten
 }
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:1994 */
+ * from ops.yaml:1993 */
 yt_tensor *
 yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                          int64_t dim, yt_tensor *index)
@@ -1320,7 +1320,7 @@ yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_si
 }
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:2045 */
+ * from ops.yaml:2044 */
 yt_tensor *
 yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
                    yt_tensor *index)
@@ -1349,7 +1349,7 @@ yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_le
 }
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:2067 */
+ * from ops.yaml:2066 */
 yt_tensor *
 yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
                         yt_tensor *index)
@@ -1378,7 +1378,7 @@ yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2121; backward from derivatives.yaml:504 */
+ * from ops.yaml:2120; backward from derivatives.yaml:504 */
 yt_tensor *
 yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
                             int64_t padding_idx, bool scale_grad_by_freq)
@@ -1426,7 +1426,7 @@ yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t 
 }
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2133 */
+ * from ops.yaml:2132 */
 yt_tensor *
 yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
                              int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
@@ -1458,7 +1458,7 @@ yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t 
 }
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2141 */
+ * from ops.yaml:2140 */
 yt_tensor *
 yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
                                    bool scale_grad_by_freq)
@@ -1485,7 +1485,7 @@ yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t 
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * from ops.yaml:2330; backward from derivatives.yaml:534 */
+ * from ops.yaml:2329; backward from derivatives.yaml:534 */
 yt_tensor *
 yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
                        int kernel_size_len, const int64_t *stride, int stride_len,
@@ -1562,7 +1562,7 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:2343; backward from derivatives.yaml:538 */
+ * from ops.yaml:2342; backward from derivatives.yaml:538 */
 yt_tensor *
 yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
                                 int output_size_len)
@@ -1627,7 +1627,7 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * from ops.yaml:2355; backward from derivatives.yaml:542 */
+ * from ops.yaml:2354; backward from derivatives.yaml:542 */
 yt_tensor *
 yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
                                     const int64_t *kernel_size, int kernel_size_len,
@@ -1726,7 +1726,7 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * from ops.yaml:2365; backward from derivatives.yaml:546 */
+ * from ops.yaml:2364; backward from derivatives.yaml:546 */
 yt_tensor *
 yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 {
@@ -1773,7 +1773,7 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * from ops.yaml:2374; backward from derivatives.yaml:549 */
+ * from ops.yaml:2373; backward from derivatives.yaml:549 */
 yt_tensor *
 yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
                             yt_tensor *indices)
@@ -1828,7 +1828,7 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:2488; backward from derivatives.yaml:557 */
+ * from ops.yaml:2487; backward from derivatives.yaml:557 */
 yt_tensor *
 yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
                          int input_size_len, const int64_t *stride, int stride_len,
@@ -1909,7 +1909,7 @@ yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:2501; backward from derivatives.yaml:561 */
+ * from ops.yaml:2500; backward from derivatives.yaml:561 */
 yt_tensor *
 yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
                           int weight_size_len, const int64_t *stride, int stride_len,
@@ -1990,7 +1990,7 @@ yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_
 }
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
- * from ops.yaml:2514 */
+ * from ops.yaml:2513 */
 yt_tensor *
 yt_conv2d_backward_bias(yt_tensor *grad_output)
 {
@@ -2013,7 +2013,7 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2740; backward from derivatives.yaml:598 */
+ * from ops.yaml:2739; backward from derivatives.yaml:598 */
 yt_tensor *
 yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                            double eps)
@@ -2083,7 +2083,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * from ops.yaml:2751; backward from derivatives.yaml:603 */
+ * from ops.yaml:2750; backward from derivatives.yaml:603 */
 yt_tensor *
 yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
 {
@@ -2141,7 +2141,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2763; backward from derivatives.yaml:607 */
+ * from ops.yaml:2762; backward from derivatives.yaml:607 */
 yt_tensor *
 yt_row_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2181,7 +2181,7 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
- * from ops.yaml:2774 */
+ * from ops.yaml:2773 */
 yt_status
 yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                      double eps, bool input_grad, bool weight_grad, bool bias_grad,
@@ -2270,7 +2270,7 @@ yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, b
 }
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2786 */
+ * from ops.yaml:2785 */
 yt_tensor *
 yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                   yt_tensor *weight, bool center, double eps)
@@ -2338,7 +2338,7 @@ yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tenso
 }
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2797 */
+ * from ops.yaml:2796 */
 yt_tensor *
 yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                      bool center, double eps)
@@ -2394,7 +2394,7 @@ yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tenso
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2808; backward from derivatives.yaml:613 */
+ * from ops.yaml:2807; backward from derivatives.yaml:613 */
 yt_tensor *
 yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
 {
@@ -2464,7 +2464,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * from ops.yaml:2819; backward from derivatives.yaml:618 */
+ * from ops.yaml:2818; backward from derivatives.yaml:618 */
 yt_tensor *
 yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 {
@@ -2521,7 +2521,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2831; backward from derivatives.yaml:610 */
+ * from ops.yaml:2830; backward from derivatives.yaml:610 */
 yt_tensor *
 yt_batch_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2562,7 +2562,7 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
- * from ops.yaml:2842 */
+ * from ops.yaml:2841 */
 yt_status
 yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps,
                        bool input_grad, bool weight_grad, bool bias_grad, yt_tensor **d_input,
@@ -2650,7 +2650,7 @@ yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight,
 }
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
- * from ops.yaml:2854 */
+ * from ops.yaml:2853 */
 yt_tensor *
 yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len)
 {
@@ -2682,7 +2682,7 @@ yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int 
 }
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2866 */
+ * from ops.yaml:2865 */
 yt_tensor *
 yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                     yt_tensor *weight, double eps)
@@ -2755,7 +2755,7 @@ yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_ten
 }
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2877 */
+ * from ops.yaml:2876 */
 yt_tensor *
 yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                        double eps)
@@ -2810,7 +2810,7 @@ yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_ten
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2931; backward from derivatives.yaml:631 */
+ * from ops.yaml:2930; backward from derivatives.yaml:631 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2866,7 +2866,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2948; backward from derivatives.yaml:635 */
+ * from ops.yaml:2947; backward from derivatives.yaml:635 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2928,7 +2928,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2965 */
+ * from ops.yaml:2964 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2966,7 +2966,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2973 */
+ * from ops.yaml:2972 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -3008,7 +3008,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:2981 */
+ * from ops.yaml:2980 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -3039,7 +3039,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:3188 */
+ * from ops.yaml:3187 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -3111,7 +3111,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
- * from ops.yaml:3252 */
+ * from ops.yaml:3251 */
 yt_status
 yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor *query,
                                               yt_tensor *key, yt_tensor *value, yt_tensor *attn,
@@ -3261,7 +3261,7 @@ yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor 
 }
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:3512 */
+ * from ops.yaml:3511 */
 yt_tensor *
 yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 {
@@ -3281,7 +3281,7 @@ yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:3523 */
+ * from ops.yaml:3522 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -3301,7 +3301,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3534 */
+ * from ops.yaml:3533 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -3323,7 +3323,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3541 */
+ * from ops.yaml:3540 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3349,7 +3349,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3548 */
+ * from ops.yaml:3547 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3389,7 +3389,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:3555 */
+ * from ops.yaml:3554 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -3406,7 +3406,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:3562 */
+ * from ops.yaml:3561 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -3435,7 +3435,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:3569 */
+ * from ops.yaml:3568 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -3470,7 +3470,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:3576 */
+ * from ops.yaml:3575 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -3515,7 +3515,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:3583; backward from derivatives.yaml:154 */
+ * from ops.yaml:3582; backward from derivatives.yaml:154 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -3557,7 +3557,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:3591; backward from derivatives.yaml:157 */
+ * from ops.yaml:3590; backward from derivatives.yaml:157 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -12,7 +12,7 @@
 #endif
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3268 */
+ * from ops.yaml:3267 */
 yt_tensor *
 yt_empty(const int64_t *size, int size_len)
 {
@@ -20,7 +20,7 @@ yt_empty(const int64_t *size, int size_len)
 }
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3268 */
+ * from ops.yaml:3267 */
 yt_tensor *
 yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -52,7 +52,7 @@ yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3282 */
+ * from ops.yaml:3281 */
 yt_tensor *
 yt_zeros(const int64_t *size, int size_len)
 {
@@ -60,7 +60,7 @@ yt_zeros(const int64_t *size, int size_len)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3282 */
+ * from ops.yaml:3281 */
 yt_tensor *
 yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -92,7 +92,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3290 */
+ * from ops.yaml:3289 */
 yt_tensor *
 yt_ones(const int64_t *size, int size_len)
 {
@@ -100,7 +100,7 @@ yt_ones(const int64_t *size, int size_len)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3290 */
+ * from ops.yaml:3289 */
 yt_tensor *
 yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -132,7 +132,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3298 */
+ * from ops.yaml:3297 */
 yt_tensor *
 yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 {
@@ -140,7 +140,7 @@ yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3298 */
+ * from ops.yaml:3297 */
 yt_tensor *
 yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype,
            yt_device device)
@@ -176,7 +176,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
 }
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3310 */
+ * from ops.yaml:3309 */
 yt_tensor *
 yt_empty_like(yt_tensor *self)
 {
@@ -184,7 +184,7 @@ yt_empty_like(yt_tensor *self)
 }
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3310 */
+ * from ops.yaml:3309 */
 yt_tensor *
 yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -199,7 +199,7 @@ yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* zeros_like(Tensor self) -> Tensor
- * from ops.yaml:3323 */
+ * from ops.yaml:3322 */
 yt_tensor *
 yt_zeros_like(yt_tensor *self)
 {
@@ -224,7 +224,7 @@ yt_zeros_like(yt_tensor *self)
 }
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3330 */
+ * from ops.yaml:3329 */
 yt_tensor *
 yt_ones_like(yt_tensor *self)
 {
@@ -232,7 +232,7 @@ yt_ones_like(yt_tensor *self)
 }
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3330 */
+ * from ops.yaml:3329 */
 yt_tensor *
 yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -247,7 +247,7 @@ yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3342 */
+ * from ops.yaml:3341 */
 yt_tensor *
 yt_full_like(yt_tensor *self, yt_scalar fill_value)
 {
@@ -255,7 +255,7 @@ yt_full_like(yt_tensor *self, yt_scalar fill_value)
 }
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3342 */
+ * from ops.yaml:3341 */
 yt_tensor *
 yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
 {
@@ -273,7 +273,7 @@ yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3353 */
+ * from ops.yaml:3352 */
 yt_tensor *
 yt_arange(yt_scalar start, yt_scalar end)
 {
@@ -281,7 +281,7 @@ yt_arange(yt_scalar start, yt_scalar end)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3353 */
+ * from ops.yaml:3352 */
 yt_tensor *
 yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device)
 {
@@ -316,7 +316,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
 }
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3361 */
+ * from ops.yaml:3360 */
 yt_tensor *
 yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
 {
@@ -324,7 +324,7 @@ yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
 }
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3361 */
+ * from ops.yaml:3360 */
 yt_tensor *
 yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt_device device)
 {
@@ -357,7 +357,7 @@ yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt
 }
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3373 */
+ * from ops.yaml:3372 */
 yt_tensor *
 yt_eye(int64_t n)
 {
@@ -365,7 +365,7 @@ yt_eye(int64_t n)
 }
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3373 */
+ * from ops.yaml:3372 */
 yt_tensor *
 yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
 {
@@ -392,7 +392,7 @@ yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
 }
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3384 */
+ * from ops.yaml:3383 */
 yt_tensor *
 yt_eye_m(int64_t n, int64_t m)
 {
@@ -400,7 +400,7 @@ yt_eye_m(int64_t n, int64_t m)
 }
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3384 */
+ * from ops.yaml:3383 */
 yt_tensor *
 yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
 {
@@ -427,7 +427,7 @@ yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
 }
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3395 */
+ * from ops.yaml:3394 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
@@ -435,7 +435,7 @@ yt_rand(const int64_t *size, int size_len)
 }
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3395 */
+ * from ops.yaml:3394 */
 yt_tensor *
 yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
            yt_device device)
@@ -471,7 +471,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype 
 }
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3406 */
+ * from ops.yaml:3405 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
@@ -479,7 +479,7 @@ yt_randn(const int64_t *size, int size_len)
 }
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3406 */
+ * from ops.yaml:3405 */
 yt_tensor *
 yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
             yt_device device)
@@ -515,7 +515,7 @@ yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype
 }
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3417 */
+ * from ops.yaml:3416 */
 yt_tensor *
 yt_rand_like(yt_tensor *self)
 {
@@ -523,7 +523,7 @@ yt_rand_like(yt_tensor *self)
 }
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3417 */
+ * from ops.yaml:3416 */
 yt_tensor *
 yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
@@ -538,7 +538,7 @@ yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 }
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3427 */
+ * from ops.yaml:3426 */
 yt_tensor *
 yt_randn_like(yt_tensor *self)
 {
@@ -546,7 +546,7 @@ yt_randn_like(yt_tensor *self)
 }
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3427 */
+ * from ops.yaml:3426 */
 yt_tensor *
 yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
@@ -561,7 +561,7 @@ yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 }
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3437 */
+ * from ops.yaml:3436 */
 yt_tensor *
 yt_randint(int64_t high, const int64_t *size, int size_len)
 {
@@ -569,7 +569,7 @@ yt_randint(int64_t high, const int64_t *size, int size_len)
 }
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3437 */
+ * from ops.yaml:3436 */
 yt_tensor *
 yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *generator,
               yt_dtype dtype, yt_device device)
@@ -603,7 +603,7 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *gen
 }
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3448 */
+ * from ops.yaml:3447 */
 yt_tensor *
 yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 {
@@ -611,7 +611,7 @@ yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 }
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3448 */
+ * from ops.yaml:3447 */
 yt_tensor *
 yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                   yt_generator *generator, yt_dtype dtype, yt_device device)
@@ -645,7 +645,7 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
 }
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3458 */
+ * from ops.yaml:3457 */
 yt_tensor *
 yt_randperm(int64_t n)
 {
@@ -653,7 +653,7 @@ yt_randperm(int64_t n)
 }
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3458 */
+ * from ops.yaml:3457 */
 yt_tensor *
 yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device device)
 {
@@ -680,7 +680,7 @@ yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device dev
 }
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3469 */
+ * from ops.yaml:3468 */
 yt_tensor *
 yt_bernoulli(yt_tensor *self)
 {
@@ -688,7 +688,7 @@ yt_bernoulli(yt_tensor *self)
 }
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3469 */
+ * from ops.yaml:3468 */
 yt_tensor *
 yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
 {
@@ -716,7 +716,7 @@ yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3476 */
+ * from ops.yaml:3475 */
 yt_tensor *
 yt_bernoulli_p(yt_tensor *self)
 {
@@ -724,7 +724,7 @@ yt_bernoulli_p(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3476 */
+ * from ops.yaml:3475 */
 yt_tensor *
 yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
 {
@@ -749,7 +749,7 @@ yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3476 */
+ * from ops.yaml:3475 */
 yt_status
 yt_bernoulli_p_(yt_tensor *self)
 {
@@ -757,7 +757,7 @@ yt_bernoulli_p_(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3476 */
+ * from ops.yaml:3475 */
 yt_status
 yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
 {
@@ -790,7 +790,7 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3487 */
+ * from ops.yaml:3486 */
 yt_tensor *
 yt_normal(yt_tensor *self)
 {
@@ -798,7 +798,7 @@ yt_normal(yt_tensor *self)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3487 */
+ * from ops.yaml:3486 */
 yt_tensor *
 yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
 {
@@ -826,7 +826,7 @@ yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3487 */
+ * from ops.yaml:3486 */
 yt_status
 yt_normal_(yt_tensor *self)
 {
@@ -834,7 +834,7 @@ yt_normal_(yt_tensor *self)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3487 */
+ * from ops.yaml:3486 */
 yt_status
 yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
 {
@@ -870,7 +870,7 @@ yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3499 */
+ * from ops.yaml:3498 */
 yt_tensor *
 yt_uniform(yt_tensor *self)
 {
@@ -878,7 +878,7 @@ yt_uniform(yt_tensor *self)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3499 */
+ * from ops.yaml:3498 */
 yt_tensor *
 yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
 {
@@ -906,7 +906,7 @@ yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3499 */
+ * from ops.yaml:3498 */
 yt_status
 yt_uniform_(yt_tensor *self)
 {
@@ -914,7 +914,7 @@ yt_uniform_(yt_tensor *self)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3499 */
+ * from ops.yaml:3498 */
 yt_status
 yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
 {

@@ -12,7 +12,7 @@
 #endif
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1342; backward from derivatives.yaml:117 */
+ * from ops.yaml:1341; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_mm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -65,7 +65,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1342; backward from derivatives.yaml:117 */
+ * from ops.yaml:1341; backward from derivatives.yaml:117 */
 yt_status
 yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -135,7 +135,7 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:1363 */
+ * from ops.yaml:1362 */
 yt_tensor *
 yt_matmul(yt_tensor *self, yt_tensor *other)
 {
@@ -166,7 +166,7 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1388; backward from derivatives.yaml:441 */
+ * from ops.yaml:1387; backward from derivatives.yaml:441 */
 yt_tensor *
 yt_bmm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -224,7 +224,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1388; backward from derivatives.yaml:441 */
+ * from ops.yaml:1387; backward from derivatives.yaml:441 */
 yt_status
 yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -299,7 +299,7 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1411; backward from derivatives.yaml:445 */
+ * from ops.yaml:1410; backward from derivatives.yaml:445 */
 yt_tensor *
 yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -307,7 +307,7 @@ yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1411; backward from derivatives.yaml:445 */
+ * from ops.yaml:1410; backward from derivatives.yaml:445 */
 yt_tensor *
 yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, yt_scalar alpha)
 {
@@ -392,7 +392,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1411; backward from derivatives.yaml:445 */
+ * from ops.yaml:1410; backward from derivatives.yaml:445 */
 yt_status
 yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -400,7 +400,7 @@ yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1411; backward from derivatives.yaml:445 */
+ * from ops.yaml:1410; backward from derivatives.yaml:445 */
 yt_status
 yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
                 yt_scalar alpha)
@@ -505,7 +505,7 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1439; backward from derivatives.yaml:450 */
+ * from ops.yaml:1438; backward from derivatives.yaml:450 */
 yt_tensor *
 yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -513,7 +513,7 @@ yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1439; backward from derivatives.yaml:450 */
+ * from ops.yaml:1438; backward from derivatives.yaml:450 */
 yt_tensor *
 yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar beta,
               yt_scalar alpha)
@@ -611,7 +611,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1439; backward from derivatives.yaml:450 */
+ * from ops.yaml:1438; backward from derivatives.yaml:450 */
 yt_status
 yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -619,7 +619,7 @@ yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *ba
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1439; backward from derivatives.yaml:450 */
+ * from ops.yaml:1438; backward from derivatives.yaml:450 */
 yt_status
 yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
                   yt_scalar beta, yt_scalar alpha)
@@ -739,7 +739,7 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
 }
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
- * from ops.yaml:1471 */
+ * from ops.yaml:1470 */
 yt_tensor *
 yt_dot(yt_tensor *self, yt_tensor *tensor)
 {
@@ -773,7 +773,7 @@ yt_dot(yt_tensor *self, yt_tensor *tensor)
 }
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
- * from ops.yaml:1490 */
+ * from ops.yaml:1489 */
 yt_tensor *
 yt_outer(yt_tensor *self, yt_tensor *vec2)
 {
@@ -804,7 +804,7 @@ yt_outer(yt_tensor *self, yt_tensor *vec2)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1507 */
+ * from ops.yaml:1506 */
 yt_tensor *
 yt_linear(yt_tensor *input, yt_tensor *weight)
 {
@@ -812,7 +812,7 @@ yt_linear(yt_tensor *input, yt_tensor *weight)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1507 */
+ * from ops.yaml:1506 */
 yt_tensor *
 yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
 {

@@ -208,7 +208,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:111 */
+ * from ops.yaml:985; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -216,7 +216,7 @@ yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:111 */
+ * from ops.yaml:985; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -262,7 +262,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:111 */
+ * from ops.yaml:985; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -270,7 +270,7 @@ yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:986; backward from derivatives.yaml:111 */
+ * from ops.yaml:985; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                    yt_dtype dtype)
@@ -330,7 +330,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1004; backward from derivatives.yaml:114 */
+ * from ops.yaml:1003; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax(yt_tensor *self)
 {
@@ -338,7 +338,7 @@ yt_amax(yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1004; backward from derivatives.yaml:114 */
+ * from ops.yaml:1003; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -379,7 +379,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1004; backward from derivatives.yaml:114 */
+ * from ops.yaml:1003; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -387,7 +387,7 @@ yt_amax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1004; backward from derivatives.yaml:114 */
+ * from ops.yaml:1003; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -441,7 +441,7 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1017; backward from derivatives.yaml:382 */
+ * from ops.yaml:1016; backward from derivatives.yaml:382 */
 yt_tensor *
 yt_amin(yt_tensor *self)
 {
@@ -449,7 +449,7 @@ yt_amin(yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1017; backward from derivatives.yaml:382 */
+ * from ops.yaml:1016; backward from derivatives.yaml:382 */
 yt_tensor *
 yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -490,7 +490,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1017; backward from derivatives.yaml:382 */
+ * from ops.yaml:1016; backward from derivatives.yaml:382 */
 yt_status
 yt_amin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -498,7 +498,7 @@ yt_amin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1017; backward from derivatives.yaml:382 */
+ * from ops.yaml:1016; backward from derivatives.yaml:382 */
 yt_status
 yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -552,7 +552,7 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* max(Tensor self) -> Tensor
- * from ops.yaml:1032; backward from derivatives.yaml:385 */
+ * from ops.yaml:1031; backward from derivatives.yaml:385 */
 yt_tensor *
 yt_max(yt_tensor *self)
 {
@@ -582,7 +582,7 @@ yt_max(yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * from ops.yaml:1044; backward from derivatives.yaml:388 */
+ * from ops.yaml:1043; backward from derivatives.yaml:388 */
 yt_tensor *
 yt_min(yt_tensor *self)
 {
@@ -612,7 +612,7 @@ yt_min(yt_tensor *self)
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1056; backward from derivatives.yaml:391 */
+ * from ops.yaml:1055; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -620,7 +620,7 @@ yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1056; backward from derivatives.yaml:391 */
+ * from ops.yaml:1055; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -665,7 +665,7 @@ yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1056; backward from derivatives.yaml:391 */
+ * from ops.yaml:1055; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -673,7 +673,7 @@ yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1056; backward from derivatives.yaml:391 */
+ * from ops.yaml:1055; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -743,7 +743,7 @@ yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1072; backward from derivatives.yaml:395 */
+ * from ops.yaml:1071; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -751,7 +751,7 @@ yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1072; backward from derivatives.yaml:395 */
+ * from ops.yaml:1071; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -796,7 +796,7 @@ yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1072; backward from derivatives.yaml:395 */
+ * from ops.yaml:1071; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -804,7 +804,7 @@ yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1072; backward from derivatives.yaml:395 */
+ * from ops.yaml:1071; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -874,7 +874,7 @@ yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1087 */
+ * from ops.yaml:1086 */
 yt_tensor *
 yt_argmax(yt_tensor *self)
 {
@@ -882,7 +882,7 @@ yt_argmax(yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1087 */
+ * from ops.yaml:1086 */
 yt_tensor *
 yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -912,7 +912,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1087 */
+ * from ops.yaml:1086 */
 yt_status
 yt_argmax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -920,7 +920,7 @@ yt_argmax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1087 */
+ * from ops.yaml:1086 */
 yt_status
 yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -969,7 +969,7 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1102 */
+ * from ops.yaml:1101 */
 yt_tensor *
 yt_argmin(yt_tensor *self)
 {
@@ -977,7 +977,7 @@ yt_argmin(yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1102 */
+ * from ops.yaml:1101 */
 yt_tensor *
 yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1007,7 +1007,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1102 */
+ * from ops.yaml:1101 */
 yt_status
 yt_argmin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -1015,7 +1015,7 @@ yt_argmin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1102 */
+ * from ops.yaml:1101 */
 yt_status
 yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1064,7 +1064,7 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1116; backward from derivatives.yaml:405 */
+ * from ops.yaml:1115; backward from derivatives.yaml:405 */
 yt_tensor *
 yt_prod(yt_tensor *self)
 {
@@ -1072,7 +1072,7 @@ yt_prod(yt_tensor *self)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1116; backward from derivatives.yaml:405 */
+ * from ops.yaml:1115; backward from derivatives.yaml:405 */
 yt_tensor *
 yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -1103,7 +1103,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1130; backward from derivatives.yaml:408 */
+ * from ops.yaml:1129; backward from derivatives.yaml:408 */
 yt_tensor *
 yt_prod_dim_int(yt_tensor *self, int64_t dim)
 {
@@ -1111,7 +1111,7 @@ yt_prod_dim_int(yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1130; backward from derivatives.yaml:408 */
+ * from ops.yaml:1129; backward from derivatives.yaml:408 */
 yt_tensor *
 yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1145,7 +1145,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1130; backward from derivatives.yaml:408 */
+ * from ops.yaml:1129; backward from derivatives.yaml:408 */
 yt_status
 yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1153,7 +1153,7 @@ yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1130; backward from derivatives.yaml:408 */
+ * from ops.yaml:1129; backward from derivatives.yaml:408 */
 yt_status
 yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1200,7 +1200,7 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
 }
 
 /* all(Tensor self) -> Tensor
- * from ops.yaml:1145 */
+ * from ops.yaml:1144 */
 yt_tensor *
 yt_all(yt_tensor *self)
 {
@@ -1224,7 +1224,7 @@ yt_all(yt_tensor *self)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1157 */
+ * from ops.yaml:1156 */
 yt_tensor *
 yt_all_dim(yt_tensor *self, int64_t dim)
 {
@@ -1232,7 +1232,7 @@ yt_all_dim(yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1157 */
+ * from ops.yaml:1156 */
 yt_tensor *
 yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1259,7 +1259,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1157 */
+ * from ops.yaml:1156 */
 yt_status
 yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1267,7 +1267,7 @@ yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1157 */
+ * from ops.yaml:1156 */
 yt_status
 yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1312,7 +1312,7 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any(Tensor self) -> Tensor
- * from ops.yaml:1171 */
+ * from ops.yaml:1170 */
 yt_tensor *
 yt_any(yt_tensor *self)
 {
@@ -1336,7 +1336,7 @@ yt_any(yt_tensor *self)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1183 */
+ * from ops.yaml:1182 */
 yt_tensor *
 yt_any_dim(yt_tensor *self, int64_t dim)
 {
@@ -1344,7 +1344,7 @@ yt_any_dim(yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1183 */
+ * from ops.yaml:1182 */
 yt_tensor *
 yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1371,7 +1371,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1183 */
+ * from ops.yaml:1182 */
 yt_status
 yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1379,7 +1379,7 @@ yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1183 */
+ * from ops.yaml:1182 */
 yt_status
 yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1424,7 +1424,7 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1197; backward from derivatives.yaml:423 */
+ * from ops.yaml:1196; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_cumsum(yt_tensor *self, int64_t dim)
 {
@@ -1432,7 +1432,7 @@ yt_cumsum(yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1197; backward from derivatives.yaml:423 */
+ * from ops.yaml:1196; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1465,7 +1465,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1197; backward from derivatives.yaml:423 */
+ * from ops.yaml:1196; backward from derivatives.yaml:423 */
 yt_status
 yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1473,7 +1473,7 @@ yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1197; backward from derivatives.yaml:423 */
+ * from ops.yaml:1196; backward from derivatives.yaml:423 */
 yt_status
 yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1521,7 +1521,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1212; backward from derivatives.yaml:429 */
+ * from ops.yaml:1211; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -1529,7 +1529,7 @@ yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1212; backward from derivatives.yaml:429 */
+ * from ops.yaml:1211; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -1571,7 +1571,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1229; backward from derivatives.yaml:432 */
+ * from ops.yaml:1228; backward from derivatives.yaml:432 */
 yt_tensor *
 yt_var(yt_tensor *self)
 {
@@ -1579,7 +1579,7 @@ yt_var(yt_tensor *self)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1229; backward from derivatives.yaml:432 */
+ * from ops.yaml:1228; backward from derivatives.yaml:432 */
 yt_tensor *
 yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1623,7 +1623,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1244; backward from derivatives.yaml:435 */
+ * from ops.yaml:1243; backward from derivatives.yaml:435 */
 yt_tensor *
 yt_std(yt_tensor *self)
 {
@@ -1631,7 +1631,7 @@ yt_std(yt_tensor *self)
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1244; backward from derivatives.yaml:435 */
+ * from ops.yaml:1243; backward from derivatives.yaml:435 */
 yt_tensor *
 yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1675,7 +1675,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1258; backward from derivatives.yaml:426 */
+ * from ops.yaml:1257; backward from derivatives.yaml:426 */
 yt_tensor *
 yt_linalg_vector_norm(yt_tensor *self)
 {
@@ -1683,7 +1683,7 @@ yt_linalg_vector_norm(yt_tensor *self)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1258; backward from derivatives.yaml:426 */
+ * from ops.yaml:1257; backward from derivatives.yaml:426 */
 yt_tensor *
 yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
                          bool keepdim, yt_dtype dtype)
@@ -1740,7 +1740,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2891; backward from derivatives.yaml:625 */
+ * from ops.yaml:2890; backward from derivatives.yaml:625 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1748,7 +1748,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2891; backward from derivatives.yaml:625 */
+ * from ops.yaml:2890; backward from derivatives.yaml:625 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1784,7 +1784,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2911; backward from derivatives.yaml:628 */
+ * from ops.yaml:2910; backward from derivatives.yaml:628 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1792,7 +1792,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2911; backward from derivatives.yaml:628 */
+ * from ops.yaml:2910; backward from derivatives.yaml:628 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {

@@ -9625,21 +9625,14 @@ call_mean_1024(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_1025(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mean_ex(inputs[0], YT_DTYPE_F32);
-}
-
-static yt_tensor *
-error_mean_1026(yt_tensor *const *inputs, void *ctx)
+error_mean_1025(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_dim_1027(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1026(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9647,7 +9640,7 @@ call_mean_dim_1027(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1028(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1027(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9659,7 +9652,7 @@ out_mean_dim_1028(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1029(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1028(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9667,7 +9660,7 @@ call_mean_dim_1029(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1030(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1029(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9679,7 +9672,7 @@ out_mean_dim_1030(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1030(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9687,7 +9680,7 @@ call_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9699,7 +9692,7 @@ out_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9707,7 +9700,7 @@ call_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9719,7 +9712,7 @@ out_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9727,7 +9720,7 @@ error_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_1036(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9735,7 +9728,7 @@ error_mean_dim_1036(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1037(yt_tensor *const *inputs, void *ctx)
+call_amax_1036(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9743,7 +9736,7 @@ call_amax_1037(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_1038(yt_tensor *const *inputs, void *ctx)
+out_amax_1037(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9755,7 +9748,7 @@ out_amax_1038(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1039(yt_tensor *const *inputs, void *ctx)
+call_amax_1038(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9763,7 +9756,7 @@ call_amax_1039(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_1040(yt_tensor *const *inputs, void *ctx)
+out_amax_1039(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9775,14 +9768,14 @@ out_amax_1040(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1041(yt_tensor *const *inputs, void *ctx)
+call_amax_1040(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amax_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amax_1042(yt_tensor *const *inputs, void *ctx)
+out_amax_1041(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amax_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -9793,7 +9786,7 @@ out_amax_1042(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amax_1043(yt_tensor *const *inputs, void *ctx)
+error_amax_1042(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9801,7 +9794,7 @@ error_amax_1043(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1044(yt_tensor *const *inputs, void *ctx)
+call_amin_1043(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9809,7 +9802,7 @@ call_amin_1044(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amin_1045(yt_tensor *const *inputs, void *ctx)
+out_amin_1044(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9821,7 +9814,7 @@ out_amin_1045(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1046(yt_tensor *const *inputs, void *ctx)
+call_amin_1045(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9829,7 +9822,7 @@ call_amin_1046(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amin_1047(yt_tensor *const *inputs, void *ctx)
+out_amin_1046(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9841,7 +9834,7 @@ out_amin_1047(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1048(yt_tensor *const *inputs, void *ctx)
+call_amin_1047(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9849,7 +9842,7 @@ call_amin_1048(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amin_1049(yt_tensor *const *inputs, void *ctx)
+out_amin_1048(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9861,14 +9854,14 @@ out_amin_1049(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1050(yt_tensor *const *inputs, void *ctx)
+call_amin_1049(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amin_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amin_1051(yt_tensor *const *inputs, void *ctx)
+out_amin_1050(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -9879,7 +9872,7 @@ out_amin_1051(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1052(yt_tensor *const *inputs, void *ctx)
+call_amin_1051(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9887,7 +9880,7 @@ call_amin_1052(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amin_1053(yt_tensor *const *inputs, void *ctx)
+out_amin_1052(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9899,11 +9892,18 @@ out_amin_1053(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amin_1054(yt_tensor *const *inputs, void *ctx)
+error_amin_1053(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
     return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_max_1054(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
 }
 
 static yt_tensor *
@@ -9921,10 +9921,10 @@ call_max_1056(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_1057(yt_tensor *const *inputs, void *ctx)
+call_min_1057(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_max(inputs[0]);
+    return yt_min(inputs[0]);
 }
 
 static yt_tensor *
@@ -9942,14 +9942,7 @@ call_min_1059(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_1060(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_min(inputs[0]);
-}
-
-static yt_tensor *
-call_max_dim_values_1061(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1060(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -9960,7 +9953,7 @@ call_max_dim_values_1061(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1062(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1061(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -9980,7 +9973,7 @@ out_max_dim_values_1062(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1063(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1062(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -9991,7 +9984,7 @@ call_max_dim_indices_1063(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1064(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10011,7 +10004,7 @@ out_max_dim_indices_1064(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1065(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1064(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10022,7 +10015,7 @@ call_max_dim_values_1065(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1066(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10041,7 +10034,7 @@ out_max_dim_values_1066(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1067(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1066(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10052,7 +10045,7 @@ call_max_dim_indices_1067(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1068(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10071,7 +10064,7 @@ out_max_dim_indices_1068(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1069(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1068(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10082,7 +10075,7 @@ call_max_dim_values_1069(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1070(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1069(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10102,7 +10095,7 @@ out_max_dim_values_1070(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1071(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1070(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10113,7 +10106,7 @@ call_max_dim_indices_1071(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1072(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1071(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10133,7 +10126,7 @@ out_max_dim_indices_1072(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1073(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1072(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10144,7 +10137,7 @@ call_max_dim_values_1073(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1074(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1073(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10164,7 +10157,7 @@ out_max_dim_values_1074(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1075(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1074(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10175,7 +10168,7 @@ call_max_dim_indices_1075(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1076(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1075(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10195,7 +10188,7 @@ out_max_dim_indices_1076(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1077(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1076(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10206,7 +10199,7 @@ call_max_dim_values_1077(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1078(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1077(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10226,7 +10219,7 @@ out_max_dim_values_1078(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1079(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1078(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10237,7 +10230,7 @@ call_max_dim_indices_1079(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1080(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1079(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10257,7 +10250,7 @@ out_max_dim_indices_1080(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_dim_1081(yt_tensor *const *inputs, void *ctx)
+error_max_dim_1080(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10268,7 +10261,7 @@ error_max_dim_1081(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1082(yt_tensor *const *inputs, void *ctx)
+call_min_dim_values_1081(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10279,7 +10272,7 @@ call_min_dim_values_1082(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_values_1083(yt_tensor *const *inputs, void *ctx)
+out_min_dim_values_1082(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10299,7 +10292,7 @@ out_min_dim_values_1083(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_indices_1084(yt_tensor *const *inputs, void *ctx)
+call_min_dim_indices_1083(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10310,7 +10303,7 @@ call_min_dim_indices_1084(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_indices_1085(yt_tensor *const *inputs, void *ctx)
+out_min_dim_indices_1084(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10330,7 +10323,7 @@ out_min_dim_indices_1085(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1086(yt_tensor *const *inputs, void *ctx)
+call_min_dim_values_1085(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10341,7 +10334,7 @@ call_min_dim_values_1086(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_values_1087(yt_tensor *const *inputs, void *ctx)
+out_min_dim_values_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10360,7 +10353,7 @@ out_min_dim_values_1087(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_indices_1088(yt_tensor *const *inputs, void *ctx)
+call_min_dim_indices_1087(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10371,7 +10364,7 @@ call_min_dim_indices_1088(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_indices_1089(yt_tensor *const *inputs, void *ctx)
+out_min_dim_indices_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10390,7 +10383,7 @@ out_min_dim_indices_1089(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1090(yt_tensor *const *inputs, void *ctx)
+call_min_dim_values_1089(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10401,7 +10394,7 @@ call_min_dim_values_1090(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_values_1091(yt_tensor *const *inputs, void *ctx)
+out_min_dim_values_1090(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10421,7 +10414,7 @@ out_min_dim_values_1091(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_indices_1092(yt_tensor *const *inputs, void *ctx)
+call_min_dim_indices_1091(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10432,7 +10425,7 @@ call_min_dim_indices_1092(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_indices_1093(yt_tensor *const *inputs, void *ctx)
+out_min_dim_indices_1092(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10452,7 +10445,7 @@ out_min_dim_indices_1093(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1094(yt_tensor *const *inputs, void *ctx)
+call_min_dim_values_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10463,7 +10456,7 @@ call_min_dim_values_1094(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_values_1095(yt_tensor *const *inputs, void *ctx)
+out_min_dim_values_1094(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10483,7 +10476,7 @@ out_min_dim_values_1095(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_indices_1096(yt_tensor *const *inputs, void *ctx)
+call_min_dim_indices_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10494,7 +10487,7 @@ call_min_dim_indices_1096(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_indices_1097(yt_tensor *const *inputs, void *ctx)
+out_min_dim_indices_1096(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10514,7 +10507,7 @@ out_min_dim_indices_1097(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_min_dim_1098(yt_tensor *const *inputs, void *ctx)
+error_min_dim_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10525,14 +10518,14 @@ error_min_dim_1098(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1099(yt_tensor *const *inputs, void *ctx)
+call_argmax_1098(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmax_1100(yt_tensor *const *inputs, void *ctx)
+out_argmax_1099(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10543,14 +10536,14 @@ out_argmax_1100(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1101(yt_tensor *const *inputs, void *ctx)
+call_argmax_1100(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_argmax_1102(yt_tensor *const *inputs, void *ctx)
+out_argmax_1101(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10561,14 +10554,14 @@ out_argmax_1102(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1103(yt_tensor *const *inputs, void *ctx)
+call_argmax_1102(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-out_argmax_1104(yt_tensor *const *inputs, void *ctx)
+out_argmax_1103(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
@@ -10579,14 +10572,14 @@ out_argmax_1104(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1105(yt_tensor *const *inputs, void *ctx)
+call_argmax_1104(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], YT_NONE, false);
 }
 
 static yt_tensor *
-out_argmax_1106(yt_tensor *const *inputs, void *ctx)
+out_argmax_1105(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
@@ -10597,14 +10590,14 @@ out_argmax_1106(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1107(yt_tensor *const *inputs, void *ctx)
+call_argmax_1106(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmax_1108(yt_tensor *const *inputs, void *ctx)
+out_argmax_1107(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10615,21 +10608,21 @@ out_argmax_1108(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_argmax_1109(yt_tensor *const *inputs, void *ctx)
+error_argmax_1108(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argmin_1110(yt_tensor *const *inputs, void *ctx)
+call_argmin_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmin_1111(yt_tensor *const *inputs, void *ctx)
+out_argmin_1110(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10640,14 +10633,14 @@ out_argmin_1111(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1112(yt_tensor *const *inputs, void *ctx)
+call_argmin_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_argmin_1113(yt_tensor *const *inputs, void *ctx)
+out_argmin_1112(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10658,14 +10651,14 @@ out_argmin_1113(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1114(yt_tensor *const *inputs, void *ctx)
+call_argmin_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-out_argmin_1115(yt_tensor *const *inputs, void *ctx)
+out_argmin_1114(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
@@ -10676,14 +10669,14 @@ out_argmin_1115(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1116(yt_tensor *const *inputs, void *ctx)
+call_argmin_1115(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], YT_NONE, false);
 }
 
 static yt_tensor *
-out_argmin_1117(yt_tensor *const *inputs, void *ctx)
+out_argmin_1116(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
@@ -10694,10 +10687,17 @@ out_argmin_1117(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_argmin_1118(yt_tensor *const *inputs, void *ctx)
+error_argmin_1117(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_prod_1118(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -10722,21 +10722,14 @@ call_prod_1121(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_1122(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_prod_dim_int_1123(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1122(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1124(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1123(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10747,14 +10740,14 @@ out_prod_dim_int_1124(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1125(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1124(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1126(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1125(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
@@ -10765,14 +10758,14 @@ out_prod_dim_int_1126(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1127(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1126(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1128(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1127(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10783,14 +10776,14 @@ out_prod_dim_int_1128(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1129(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1128(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1130(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1129(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10801,10 +10794,17 @@ out_prod_dim_int_1130(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_prod_dim_int_1131(yt_tensor *const *inputs, void *ctx)
+error_prod_dim_int_1130(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_all_1131(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
 }
 
 static yt_tensor *
@@ -10815,21 +10815,14 @@ call_all_1132(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_all_1133(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_all(inputs[0]);
-}
-
-static yt_tensor *
-call_all_dim_1134(yt_tensor *const *inputs, void *ctx)
+call_all_dim_1133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_all_dim_1135(yt_tensor *const *inputs, void *ctx)
+out_all_dim_1134(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10840,14 +10833,14 @@ out_all_dim_1135(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_all_dim_1136(yt_tensor *const *inputs, void *ctx)
+call_all_dim_1135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_all_dim_1137(yt_tensor *const *inputs, void *ctx)
+out_all_dim_1136(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10858,14 +10851,14 @@ out_all_dim_1137(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_all_dim_1138(yt_tensor *const *inputs, void *ctx)
+call_all_dim_1137(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_all_dim_1139(yt_tensor *const *inputs, void *ctx)
+out_all_dim_1138(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10876,10 +10869,17 @@ out_all_dim_1139(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_all_dim_1140(yt_tensor *const *inputs, void *ctx)
+error_all_dim_1139(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_any_1140(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
 }
 
 static yt_tensor *
@@ -10890,21 +10890,14 @@ call_any_1141(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_any_1142(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_any(inputs[0]);
-}
-
-static yt_tensor *
-call_any_dim_1143(yt_tensor *const *inputs, void *ctx)
+call_any_dim_1142(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_any_dim_1144(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1143(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10915,14 +10908,14 @@ out_any_dim_1144(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_any_dim_1145(yt_tensor *const *inputs, void *ctx)
+call_any_dim_1144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_any_dim_1146(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1145(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10933,14 +10926,14 @@ out_any_dim_1146(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_any_dim_1147(yt_tensor *const *inputs, void *ctx)
+call_any_dim_1146(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_any_dim_1148(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1147(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10951,21 +10944,21 @@ out_any_dim_1148(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_any_dim_1149(yt_tensor *const *inputs, void *ctx)
+error_any_dim_1148(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 7, false);
 }
 
 static yt_tensor *
-call_cumsum_1150(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1151(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1150(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
@@ -10976,14 +10969,14 @@ out_cumsum_1151(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_1152(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1151(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1153(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1152(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
@@ -10994,14 +10987,14 @@ out_cumsum_1153(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_1154(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1153(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1155(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1154(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -11012,14 +11005,14 @@ out_cumsum_1155(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_1156(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1155(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1157(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1156(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -11030,14 +11023,14 @@ out_cumsum_1157(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_1158(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1157(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1159(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1158(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -11048,14 +11041,14 @@ out_cumsum_1159(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_cumsum_1160(yt_tensor *const *inputs, void *ctx)
+error_cumsum_1159(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_logsumexp_1161(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1160(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11063,7 +11056,7 @@ call_logsumexp_1161(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logsumexp_1162(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11071,10 +11064,18 @@ call_logsumexp_1162(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logsumexp_1163(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1162(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1163(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
     return yt_logsumexp_ex(inputs[0], dim, 1, false);
 }
 
@@ -11090,20 +11091,12 @@ static yt_tensor *
 call_logsumexp_1165(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t dim[] = {1};
-    return yt_logsumexp_ex(inputs[0], dim, 1, false);
-}
-
-static yt_tensor *
-call_logsumexp_1166(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     static const int64_t dim[] = {0, 1};
     return yt_logsumexp_ex(inputs[0], dim, 2, false);
 }
 
 static yt_tensor *
-error_logsumexp_1167(yt_tensor *const *inputs, void *ctx)
+error_logsumexp_1166(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11111,7 +11104,7 @@ error_logsumexp_1167(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1168(yt_tensor *const *inputs, void *ctx)
+call_var_1167(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11119,7 +11112,7 @@ call_var_1168(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1169(yt_tensor *const *inputs, void *ctx)
+call_var_1168(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11127,7 +11120,7 @@ call_var_1169(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1170(yt_tensor *const *inputs, void *ctx)
+call_var_1169(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11135,14 +11128,14 @@ call_var_1170(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1171(yt_tensor *const *inputs, void *ctx)
+call_var_1170(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
 }
 
 static yt_tensor *
-error_var_1172(yt_tensor *const *inputs, void *ctx)
+error_var_1171(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11150,7 +11143,7 @@ error_var_1172(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_var_1173(yt_tensor *const *inputs, void *ctx)
+error_var_1172(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11158,7 +11151,7 @@ error_var_1173(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1174(yt_tensor *const *inputs, void *ctx)
+call_std_1173(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11166,7 +11159,7 @@ call_std_1174(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1175(yt_tensor *const *inputs, void *ctx)
+call_std_1174(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11174,7 +11167,7 @@ call_std_1175(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1176(yt_tensor *const *inputs, void *ctx)
+call_std_1175(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11182,7 +11175,7 @@ call_std_1176(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_std_1177(yt_tensor *const *inputs, void *ctx)
+error_std_1176(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11190,7 +11183,7 @@ error_std_1177(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_std_1178(yt_tensor *const *inputs, void *ctx)
+error_std_1177(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11198,7 +11191,7 @@ error_std_1178(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1179(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1178(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11206,7 +11199,7 @@ call_linalg_vector_norm_1179(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1180(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1179(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11214,7 +11207,7 @@ call_linalg_vector_norm_1180(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1181(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1180(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11222,21 +11215,21 @@ call_linalg_vector_norm_1181(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1182(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1181(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1183(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1183(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11244,7 +11237,7 @@ error_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1185(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11252,14 +11245,14 @@ error_linalg_vector_norm_1185(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1186(yt_tensor *const *inputs, void *ctx)
+call_mm_1185(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1187(yt_tensor *const *inputs, void *ctx)
+out_mm_1186(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11270,14 +11263,14 @@ out_mm_1187(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1188(yt_tensor *const *inputs, void *ctx)
+call_mm_1187(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1189(yt_tensor *const *inputs, void *ctx)
+out_mm_1188(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11288,14 +11281,14 @@ out_mm_1189(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1190(yt_tensor *const *inputs, void *ctx)
+call_mm_1189(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1191(yt_tensor *const *inputs, void *ctx)
+out_mm_1190(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11306,14 +11299,14 @@ out_mm_1191(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1192(yt_tensor *const *inputs, void *ctx)
+call_mm_1191(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1193(yt_tensor *const *inputs, void *ctx)
+out_mm_1192(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11321,6 +11314,13 @@ out_mm_1193(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_mm_1193(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11345,10 +11345,10 @@ error_mm_1196(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_1197(yt_tensor *const *inputs, void *ctx)
+call_matmul_1197(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm(inputs[0], inputs[1]);
+    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11422,7 +11422,7 @@ call_matmul_1207(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_matmul_1208(yt_tensor *const *inputs, void *ctx)
+error_matmul_1208(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
@@ -11443,21 +11443,14 @@ error_matmul_1210(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_1211(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_bmm_1212(yt_tensor *const *inputs, void *ctx)
+call_bmm_1211(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1213(yt_tensor *const *inputs, void *ctx)
+out_bmm_1212(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11468,14 +11461,14 @@ out_bmm_1213(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1214(yt_tensor *const *inputs, void *ctx)
+call_bmm_1213(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1215(yt_tensor *const *inputs, void *ctx)
+out_bmm_1214(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11486,14 +11479,14 @@ out_bmm_1215(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1216(yt_tensor *const *inputs, void *ctx)
+call_bmm_1215(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1217(yt_tensor *const *inputs, void *ctx)
+out_bmm_1216(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11504,14 +11497,14 @@ out_bmm_1217(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1218(yt_tensor *const *inputs, void *ctx)
+call_bmm_1217(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1219(yt_tensor *const *inputs, void *ctx)
+out_bmm_1218(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11519,6 +11512,13 @@ out_bmm_1219(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_bmm_1219(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11550,21 +11550,14 @@ error_bmm_1223(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_1224(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_addmm_1225(yt_tensor *const *inputs, void *ctx)
+call_addmm_1224(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_1226(yt_tensor *const *inputs, void *ctx)
+out_addmm_1225(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11576,14 +11569,14 @@ out_addmm_1226(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1227(yt_tensor *const *inputs, void *ctx)
+call_addmm_1226(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1228(yt_tensor *const *inputs, void *ctx)
+out_addmm_1227(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11595,14 +11588,14 @@ out_addmm_1228(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1229(yt_tensor *const *inputs, void *ctx)
+call_addmm_1228(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1230(yt_tensor *const *inputs, void *ctx)
+out_addmm_1229(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11614,14 +11607,14 @@ out_addmm_1230(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1231(yt_tensor *const *inputs, void *ctx)
+call_addmm_1230(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1232(yt_tensor *const *inputs, void *ctx)
+out_addmm_1231(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11633,14 +11626,14 @@ out_addmm_1232(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1233(yt_tensor *const *inputs, void *ctx)
+call_addmm_1232(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1234(yt_tensor *const *inputs, void *ctx)
+out_addmm_1233(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11649,6 +11642,13 @@ out_addmm_1234(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_addmm_1234(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -11690,25 +11690,18 @@ static yt_tensor *
 error_addmm_1240(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_addmm_1241(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_1242(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1241(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_1243(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1242(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -11720,14 +11713,14 @@ out_baddbmm_1243(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1244(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1243(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1245(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1244(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11739,14 +11732,14 @@ out_baddbmm_1245(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1246(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1245(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1247(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1246(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11758,14 +11751,14 @@ out_baddbmm_1247(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1248(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1247(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1249(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1248(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11777,14 +11770,14 @@ out_baddbmm_1249(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1250(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1249(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1251(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1250(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11793,6 +11786,13 @@ out_baddbmm_1251(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_baddbmm_1251(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -11848,14 +11848,14 @@ static yt_tensor *
 error_baddbmm_1259(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-error_baddbmm_1260(yt_tensor *const *inputs, void *ctx)
+call_dot_1260(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+    return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11873,7 +11873,7 @@ call_dot_1262(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_dot_1263(yt_tensor *const *inputs, void *ctx)
+error_dot_1263(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
@@ -11901,10 +11901,10 @@ error_dot_1266(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_dot_1267(yt_tensor *const *inputs, void *ctx)
+call_outer_1267(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dot(inputs[0], inputs[1]);
+    return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11922,7 +11922,7 @@ call_outer_1269(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_outer_1270(yt_tensor *const *inputs, void *ctx)
+error_outer_1270(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
@@ -11943,10 +11943,10 @@ error_outer_1272(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_outer_1273(yt_tensor *const *inputs, void *ctx)
+call_linear_1273(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_outer(inputs[0], inputs[1]);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -11960,14 +11960,14 @@ static yt_tensor *
 call_linear_1275(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_linear_1276(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -11988,7 +11988,7 @@ static yt_tensor *
 call_linear_1279(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -12023,14 +12023,14 @@ static yt_tensor *
 call_linear_1284(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_1285(yt_tensor *const *inputs, void *ctx)
+error_linear_1285(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -12051,7 +12051,7 @@ static yt_tensor *
 error_linear_1288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -12062,24 +12062,24 @@ error_linear_1289(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_linear_1290(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_mm_mat1_backward_1291(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1290(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1292(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1291(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+}
+
+static yt_tensor *
+call_mm_mat1_backward_1292(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
@@ -12090,7 +12090,7 @@ call_mm_mat1_backward_1293(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1294(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1294(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
@@ -12118,24 +12118,24 @@ error_mm_mat1_backward_1297(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1298(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-call_mm_mat2_backward_1299(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1298(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1300(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1299(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+}
+
+static yt_tensor *
+call_mm_mat2_backward_1300(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
@@ -12146,7 +12146,7 @@ call_mm_mat2_backward_1301(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1302(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1302(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
@@ -12174,10 +12174,10 @@ error_mm_mat2_backward_1305(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1306(yt_tensor *const *inputs, void *ctx)
+call_t_1306(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+    return yt_t(inputs[0]);
 }
 
 static yt_tensor *
@@ -12188,49 +12188,42 @@ call_t_1307(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_t_1308(yt_tensor *const *inputs, void *ctx)
+error_t_1308(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_1309(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_t(inputs[0]);
-}
-
-static yt_tensor *
-call_transpose_1310(yt_tensor *const *inputs, void *ctx)
+call_transpose_1309(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_1311(yt_tensor *const *inputs, void *ctx)
+call_transpose_1310(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_1312(yt_tensor *const *inputs, void *ctx)
+error_transpose_1311(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_1313(yt_tensor *const *inputs, void *ctx)
+error_transpose_1312(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_1314(yt_tensor *const *inputs, void *ctx)
+call_permute_1313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -12238,7 +12231,7 @@ call_permute_1314(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1315(yt_tensor *const *inputs, void *ctx)
+error_permute_1314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12246,7 +12239,7 @@ error_permute_1315(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1316(yt_tensor *const *inputs, void *ctx)
+error_permute_1315(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12254,7 +12247,7 @@ error_permute_1316(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1317(yt_tensor *const *inputs, void *ctx)
+call_view_1316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -12262,7 +12255,7 @@ call_view_1317(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1318(yt_tensor *const *inputs, void *ctx)
+call_view_1317(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -12270,7 +12263,7 @@ call_view_1318(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1319(yt_tensor *const *inputs, void *ctx)
+call_reshape_1318(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -12278,7 +12271,7 @@ call_reshape_1319(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1320(yt_tensor *const *inputs, void *ctx)
+call_reshape_1319(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -12286,7 +12279,7 @@ call_reshape_1320(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1321(yt_tensor *const *inputs, void *ctx)
+call_expand_1320(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12294,7 +12287,7 @@ call_expand_1321(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1322(yt_tensor *const *inputs, void *ctx)
+call_expand_1321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12302,115 +12295,122 @@ call_expand_1322(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1323(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1324(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1325(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1326(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1327(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1328(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1329(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1330(yt_tensor *const *inputs, void *ctx)
+call_slice_1329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1331(yt_tensor *const *inputs, void *ctx)
+call_slice_1330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1332(yt_tensor *const *inputs, void *ctx)
+error_slice_1331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1333(yt_tensor *const *inputs, void *ctx)
+error_slice_1332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1334(yt_tensor *const *inputs, void *ctx)
+call_select_1333(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1335(yt_tensor *const *inputs, void *ctx)
+call_select_1334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1336(yt_tensor *const *inputs, void *ctx)
+error_select_1335(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1337(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_flatten_1338(yt_tensor *const *inputs, void *ctx)
+call_flatten_1337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 2);
+}
+
+static yt_tensor *
+call_flatten_1338(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
@@ -12424,46 +12424,39 @@ static yt_tensor *
 call_flatten_1340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_flatten_ex(inputs[0], 0, -1);
+    return yt_flatten_ex(inputs[0], 0, 1);
 }
 
 static yt_tensor *
 call_flatten_1341(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_flatten_ex(inputs[0], 0, 1);
-}
-
-static yt_tensor *
-call_flatten_1342(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-error_flatten_1343(yt_tensor *const *inputs, void *ctx)
+error_flatten_1342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 2, 1);
 }
 
 static yt_tensor *
-error_flatten_1344(yt_tensor *const *inputs, void *ctx)
+error_flatten_1343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 7, 2);
 }
 
 static yt_tensor *
-error_flatten_1345(yt_tensor *const *inputs, void *ctx)
+error_flatten_1344(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 7);
 }
 
 static yt_tensor *
-call_unflatten_1346(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1345(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12471,7 +12464,7 @@ call_unflatten_1346(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1347(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {-1, 2};
@@ -12479,7 +12472,7 @@ call_unflatten_1347(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1348(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3, 2};
@@ -12487,7 +12480,7 @@ call_unflatten_1348(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1349(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {0, 5};
@@ -12495,7 +12488,7 @@ call_unflatten_1349(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1350(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {1};
@@ -12503,14 +12496,14 @@ error_unflatten_1350(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1351(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unflatten(inputs[0], 0, NULL, 0);
 }
 
 static yt_tensor *
-error_unflatten_1352(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12518,7 +12511,7 @@ error_unflatten_1352(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1353(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12526,7 +12519,7 @@ call_broadcast_to_1353(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1354(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12534,7 +12527,7 @@ call_broadcast_to_1354(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1355(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 5};
@@ -12542,7 +12535,7 @@ call_broadcast_to_1355(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1356(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 0};
@@ -12550,56 +12543,56 @@ call_broadcast_to_1356(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_narrow_1357(yt_tensor *const *inputs, void *ctx)
+call_narrow_1356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 1, 3);
 }
 
 static yt_tensor *
-call_narrow_1358(yt_tensor *const *inputs, void *ctx)
+call_narrow_1357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, -3, 2);
 }
 
 static yt_tensor *
-call_narrow_1359(yt_tensor *const *inputs, void *ctx)
+call_narrow_1358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 2, 0);
 }
 
 static yt_tensor *
-call_narrow_1360(yt_tensor *const *inputs, void *ctx)
+call_narrow_1359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, 3, 0);
 }
 
 static yt_tensor *
-error_narrow_1361(yt_tensor *const *inputs, void *ctx)
+error_narrow_1360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, 1);
 }
 
 static yt_tensor *
-error_narrow_1362(yt_tensor *const *inputs, void *ctx)
+error_narrow_1361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, -1);
 }
 
 static yt_tensor *
-error_narrow_1363(yt_tensor *const *inputs, void *ctx)
+error_narrow_1362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 7, 1, 3);
 }
 
 static yt_tensor *
-call_repeat_1364(yt_tensor *const *inputs, void *ctx)
+call_repeat_1363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12607,7 +12600,7 @@ call_repeat_1364(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1365(yt_tensor *const *inputs, void *ctx)
+call_repeat_1364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 1, 2};
@@ -12615,7 +12608,7 @@ call_repeat_1365(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1366(yt_tensor *const *inputs, void *ctx)
+call_repeat_1365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {1, 3};
@@ -12623,7 +12616,7 @@ call_repeat_1366(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1367(yt_tensor *const *inputs, void *ctx)
+call_repeat_1366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12631,7 +12624,7 @@ call_repeat_1367(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1368(yt_tensor *const *inputs, void *ctx)
+call_repeat_1367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {3};
@@ -12639,7 +12632,7 @@ call_repeat_1368(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1369(yt_tensor *const *inputs, void *ctx)
+call_repeat_1368(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {0};
@@ -12647,7 +12640,7 @@ call_repeat_1369(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_repeat_1370(yt_tensor *const *inputs, void *ctx)
+error_repeat_1369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2};
@@ -12655,7 +12648,7 @@ error_repeat_1370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1371(yt_tensor *const *inputs, void *ctx)
+call_flip_1370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12663,11 +12656,19 @@ call_flip_1371(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1372(yt_tensor *const *inputs, void *ctx)
+call_flip_1371(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0, -1};
     return yt_flip(inputs[0], dims, 2);
+}
+
+static yt_tensor *
+call_flip_1372(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
 }
 
 static yt_tensor *
@@ -12682,19 +12683,11 @@ static yt_tensor *
 call_flip_1374(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t dims[] = {1};
-    return yt_flip(inputs[0], dims, 1);
-}
-
-static yt_tensor *
-call_flip_1375(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_flip(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_flip_1376(yt_tensor *const *inputs, void *ctx)
+error_flip_1375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12702,7 +12695,7 @@ error_flip_1376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1377(yt_tensor *const *inputs, void *ctx)
+call_roll_1376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12711,7 +12704,7 @@ call_roll_1377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1378(yt_tensor *const *inputs, void *ctx)
+call_roll_1377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {-5};
@@ -12719,7 +12712,7 @@ call_roll_1378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1379(yt_tensor *const *inputs, void *ctx)
+call_roll_1378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1, 2};
@@ -12728,7 +12721,7 @@ call_roll_1379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1380(yt_tensor *const *inputs, void *ctx)
+call_roll_1379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {2};
@@ -12737,7 +12730,7 @@ call_roll_1380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1381(yt_tensor *const *inputs, void *ctx)
+call_roll_1380(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12746,14 +12739,14 @@ call_roll_1381(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_roll_1382(yt_tensor *const *inputs, void *ctx)
+error_roll_1381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
 }
 
 static yt_tensor *
-error_roll_1383(yt_tensor *const *inputs, void *ctx)
+error_roll_1382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12762,91 +12755,91 @@ error_roll_1383(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tril_1384(yt_tensor *const *inputs, void *ctx)
+call_tril_1383(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_1385(yt_tensor *const *inputs, void *ctx)
+call_tril_1384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_tril_1386(yt_tensor *const *inputs, void *ctx)
+call_tril_1385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_tril_1387(yt_tensor *const *inputs, void *ctx)
+call_tril_1386(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_1388(yt_tensor *const *inputs, void *ctx)
+call_tril_1387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -7);
 }
 
 static yt_tensor *
-error_tril_1389(yt_tensor *const *inputs, void *ctx)
+error_tril_1388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1390(yt_tensor *const *inputs, void *ctx)
+call_triu_1389(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1391(yt_tensor *const *inputs, void *ctx)
+call_triu_1390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_triu_1392(yt_tensor *const *inputs, void *ctx)
+call_triu_1391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_triu_1393(yt_tensor *const *inputs, void *ctx)
+call_triu_1392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1394(yt_tensor *const *inputs, void *ctx)
+call_triu_1393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 9);
 }
 
 static yt_tensor *
-error_triu_1395(yt_tensor *const *inputs, void *ctx)
+error_triu_1394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_pad_1396(yt_tensor *const *inputs, void *ctx)
+call_pad_1395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12854,7 +12847,7 @@ call_pad_1396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1397(yt_tensor *const *inputs, void *ctx)
+call_pad_1396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 0, -1, 2};
@@ -12863,7 +12856,7 @@ call_pad_1397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1398(yt_tensor *const *inputs, void *ctx)
+call_pad_1397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1, 1, 1};
@@ -12871,7 +12864,7 @@ call_pad_1398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1399(yt_tensor *const *inputs, void *ctx)
+call_pad_1398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 1};
@@ -12879,7 +12872,7 @@ call_pad_1399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1400(yt_tensor *const *inputs, void *ctx)
+call_pad_1399(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1};
@@ -12887,7 +12880,7 @@ call_pad_1400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1401(yt_tensor *const *inputs, void *ctx)
+call_pad_1400(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2, 3, 1};
@@ -12895,7 +12888,7 @@ call_pad_1401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1402(yt_tensor *const *inputs, void *ctx)
+call_pad_1401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 3};
@@ -12903,7 +12896,7 @@ call_pad_1402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1403(yt_tensor *const *inputs, void *ctx)
+call_pad_1402(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12911,7 +12904,7 @@ call_pad_1403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pad_1404(yt_tensor *const *inputs, void *ctx)
+error_pad_1403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12919,7 +12912,7 @@ error_pad_1404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1405(yt_tensor *const *inputs, void *ctx)
+call_cat_1404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12927,7 +12920,7 @@ call_cat_1405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1406(yt_tensor *const *inputs, void *ctx)
+out_cat_1405(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12939,7 +12932,7 @@ out_cat_1406(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1407(yt_tensor *const *inputs, void *ctx)
+call_cat_1406(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -12947,7 +12940,7 @@ call_cat_1407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1408(yt_tensor *const *inputs, void *ctx)
+out_cat_1407(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12959,7 +12952,7 @@ out_cat_1408(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1409(yt_tensor *const *inputs, void *ctx)
+call_cat_1408(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12967,7 +12960,7 @@ call_cat_1409(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1410(yt_tensor *const *inputs, void *ctx)
+out_cat_1409(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12979,7 +12972,7 @@ out_cat_1410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1411(yt_tensor *const *inputs, void *ctx)
+call_cat_1410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -12987,7 +12980,7 @@ call_cat_1411(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1412(yt_tensor *const *inputs, void *ctx)
+out_cat_1411(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12999,7 +12992,7 @@ out_cat_1412(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1413(yt_tensor *const *inputs, void *ctx)
+call_cat_1412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13007,7 +13000,7 @@ call_cat_1413(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1414(yt_tensor *const *inputs, void *ctx)
+out_cat_1413(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13019,7 +13012,7 @@ out_cat_1414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1415(yt_tensor *const *inputs, void *ctx)
+call_stack_1414(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13027,7 +13020,7 @@ call_stack_1415(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1416(yt_tensor *const *inputs, void *ctx)
+call_stack_1415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13035,7 +13028,7 @@ call_stack_1416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1417(yt_tensor *const *inputs, void *ctx)
+call_stack_1416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13043,7 +13036,7 @@ call_stack_1417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1418(yt_tensor *const *inputs, void *ctx)
+call_stack_1417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13051,7 +13044,7 @@ call_stack_1418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1419(yt_tensor *const *inputs, void *ctx)
+call_stack_1418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13082,7 +13075,7 @@ weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
 }
 
 static yt_tensor *
-call_split_1420(yt_tensor *const *inputs, void *ctx)
+call_split_1419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13092,7 +13085,7 @@ call_split_1420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1421(yt_tensor *const *inputs, void *ctx)
+error_split_1420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13101,7 +13094,7 @@ error_split_1421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1422(yt_tensor *const *inputs, void *ctx)
+call_split_1421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13111,7 +13104,7 @@ call_split_1422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1423(yt_tensor *const *inputs, void *ctx)
+error_split_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13120,7 +13113,7 @@ error_split_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1424(yt_tensor *const *inputs, void *ctx)
+call_split_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13130,7 +13123,7 @@ call_split_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1425(yt_tensor *const *inputs, void *ctx)
+error_split_1424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13139,7 +13132,7 @@ error_split_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1426(yt_tensor *const *inputs, void *ctx)
+call_split_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13149,7 +13142,7 @@ call_split_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1427(yt_tensor *const *inputs, void *ctx)
+error_split_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13158,7 +13151,7 @@ error_split_1427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1428(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13170,7 +13163,7 @@ call_split_with_sizes_1428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1429(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13180,7 +13173,7 @@ error_split_with_sizes_1429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1430(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13192,7 +13185,7 @@ call_split_with_sizes_1430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1431(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13202,7 +13195,7 @@ error_split_with_sizes_1431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1432(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13214,7 +13207,7 @@ call_split_with_sizes_1432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1433(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13224,7 +13217,7 @@ error_split_with_sizes_1433(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1434(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13236,7 +13229,7 @@ call_split_with_sizes_1434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1435(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13246,7 +13239,7 @@ error_split_with_sizes_1435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1436(yt_tensor *const *inputs, void *ctx)
+call_chunk_1435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13256,7 +13249,7 @@ call_chunk_1436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1437(yt_tensor *const *inputs, void *ctx)
+error_chunk_1436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13265,7 +13258,7 @@ error_chunk_1437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1438(yt_tensor *const *inputs, void *ctx)
+call_chunk_1437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13275,7 +13268,7 @@ call_chunk_1438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1439(yt_tensor *const *inputs, void *ctx)
+error_chunk_1438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13284,7 +13277,7 @@ error_chunk_1439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1440(yt_tensor *const *inputs, void *ctx)
+call_chunk_1439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13294,7 +13287,7 @@ call_chunk_1440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1441(yt_tensor *const *inputs, void *ctx)
+error_chunk_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13303,7 +13296,7 @@ error_chunk_1441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1442(yt_tensor *const *inputs, void *ctx)
+call_chunk_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13313,7 +13306,7 @@ call_chunk_1442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1443(yt_tensor *const *inputs, void *ctx)
+error_chunk_1442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13322,7 +13315,7 @@ error_chunk_1443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1444(yt_tensor *const *inputs, void *ctx)
+call_unbind_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13332,7 +13325,7 @@ call_unbind_1444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1445(yt_tensor *const *inputs, void *ctx)
+error_unbind_1444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13341,7 +13334,7 @@ error_unbind_1445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1446(yt_tensor *const *inputs, void *ctx)
+call_unbind_1445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13351,7 +13344,7 @@ call_unbind_1446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1447(yt_tensor *const *inputs, void *ctx)
+error_unbind_1446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13360,7 +13353,7 @@ error_unbind_1447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1448(yt_tensor *const *inputs, void *ctx)
+call_unbind_1447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13370,7 +13363,7 @@ call_unbind_1448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1449(yt_tensor *const *inputs, void *ctx)
+error_unbind_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13379,7 +13372,7 @@ error_unbind_1449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1450(yt_tensor *const *inputs, void *ctx)
+call_unbind_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13389,7 +13382,7 @@ call_unbind_1450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1451(yt_tensor *const *inputs, void *ctx)
+error_unbind_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13398,14 +13391,14 @@ error_unbind_1451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1452(yt_tensor *const *inputs, void *ctx)
+call_index_select_1451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1453(yt_tensor *const *inputs, void *ctx)
+out_index_select_1452(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13416,14 +13409,14 @@ out_index_select_1453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1454(yt_tensor *const *inputs, void *ctx)
+call_index_select_1453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1455(yt_tensor *const *inputs, void *ctx)
+out_index_select_1454(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13434,14 +13427,14 @@ out_index_select_1455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1456(yt_tensor *const *inputs, void *ctx)
+call_index_select_1455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1457(yt_tensor *const *inputs, void *ctx)
+out_index_select_1456(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13452,14 +13445,14 @@ out_index_select_1457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1458(yt_tensor *const *inputs, void *ctx)
+call_index_select_1457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1459(yt_tensor *const *inputs, void *ctx)
+out_index_select_1458(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13470,14 +13463,14 @@ out_index_select_1459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1460(yt_tensor *const *inputs, void *ctx)
+call_index_select_1459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1461(yt_tensor *const *inputs, void *ctx)
+out_index_select_1460(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13488,14 +13481,14 @@ out_index_select_1461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1462(yt_tensor *const *inputs, void *ctx)
+call_index_select_1461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1463(yt_tensor *const *inputs, void *ctx)
+out_index_select_1462(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13503,31 +13496,31 @@ out_index_select_1463(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_index_select_1463(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
 error_index_select_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_select(inputs[0], 0, inputs[1]);
-}
-
-static yt_tensor *
-error_index_select_1465(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_1466(yt_tensor *const *inputs, void *ctx)
+call_index_add_1465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1467(yt_tensor *const *inputs, void *ctx)
+out_index_add_1466(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13539,14 +13532,14 @@ out_index_add_1467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1468(yt_tensor *const *inputs, void *ctx)
+call_index_add_1467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_1469(yt_tensor *const *inputs, void *ctx)
+out_index_add_1468(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13558,14 +13551,14 @@ out_index_add_1469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1470(yt_tensor *const *inputs, void *ctx)
+call_index_add_1469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1471(yt_tensor *const *inputs, void *ctx)
+out_index_add_1470(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13577,14 +13570,14 @@ out_index_add_1471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1472(yt_tensor *const *inputs, void *ctx)
+call_index_add_1471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1473(yt_tensor *const *inputs, void *ctx)
+out_index_add_1472(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13596,14 +13589,14 @@ out_index_add_1473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1474(yt_tensor *const *inputs, void *ctx)
+call_index_add_1473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1475(yt_tensor *const *inputs, void *ctx)
+out_index_add_1474(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13612,31 +13605,31 @@ out_index_add_1475(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_index_add_1475(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
 error_index_add_1476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-error_index_add_1477(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_1478(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1479(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1478(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13647,14 +13640,14 @@ out_index_copy_1479(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1480(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1481(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1480(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13665,14 +13658,14 @@ out_index_copy_1481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1482(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1483(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1482(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13683,28 +13676,28 @@ out_index_copy_1483(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_1484(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_1485(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_1486(yt_tensor *const *inputs, void *ctx)
+call_gather_1485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1487(yt_tensor *const *inputs, void *ctx)
+out_gather_1486(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13715,14 +13708,14 @@ out_gather_1487(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1488(yt_tensor *const *inputs, void *ctx)
+call_gather_1487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1489(yt_tensor *const *inputs, void *ctx)
+out_gather_1488(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13733,14 +13726,14 @@ out_gather_1489(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1490(yt_tensor *const *inputs, void *ctx)
+call_gather_1489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1491(yt_tensor *const *inputs, void *ctx)
+out_gather_1490(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -13751,14 +13744,14 @@ out_gather_1491(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1492(yt_tensor *const *inputs, void *ctx)
+call_gather_1491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1493(yt_tensor *const *inputs, void *ctx)
+out_gather_1492(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13769,14 +13762,14 @@ out_gather_1493(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1494(yt_tensor *const *inputs, void *ctx)
+call_gather_1493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1495(yt_tensor *const *inputs, void *ctx)
+out_gather_1494(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13787,28 +13780,28 @@ out_gather_1495(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_1496(yt_tensor *const *inputs, void *ctx)
+error_gather_1495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_1497(yt_tensor *const *inputs, void *ctx)
+error_gather_1496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_1498(yt_tensor *const *inputs, void *ctx)
+call_scatter_1497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1499(yt_tensor *const *inputs, void *ctx)
+out_scatter_1498(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13819,14 +13812,14 @@ out_scatter_1499(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1500(yt_tensor *const *inputs, void *ctx)
+call_scatter_1499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1501(yt_tensor *const *inputs, void *ctx)
+out_scatter_1500(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13837,14 +13830,14 @@ out_scatter_1501(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1502(yt_tensor *const *inputs, void *ctx)
+call_scatter_1501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1503(yt_tensor *const *inputs, void *ctx)
+out_scatter_1502(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13855,14 +13848,14 @@ out_scatter_1503(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1504(yt_tensor *const *inputs, void *ctx)
+call_scatter_1503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1505(yt_tensor *const *inputs, void *ctx)
+out_scatter_1504(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13873,28 +13866,28 @@ out_scatter_1505(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_1506(yt_tensor *const *inputs, void *ctx)
+error_scatter_1505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_1507(yt_tensor *const *inputs, void *ctx)
+error_scatter_1506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_1508(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_1509(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1508(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -13905,14 +13898,14 @@ out_scatter_value_1509(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1510(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_1511(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1510(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -13923,14 +13916,14 @@ out_scatter_value_1511(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1512(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_1513(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1512(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -13941,28 +13934,28 @@ out_scatter_value_1513(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_1514(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_1515(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1517(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13973,14 +13966,14 @@ out_scatter_add_1517(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1518(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1519(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1518(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13991,14 +13984,14 @@ out_scatter_add_1519(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1520(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1521(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1520(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -14009,14 +14002,14 @@ out_scatter_add_1521(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1522(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1523(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1522(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14027,14 +14020,14 @@ out_scatter_add_1523(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1524(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1525(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1524(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14045,17 +14038,24 @@ out_scatter_add_1525(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_1526(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_1527(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_embedding_1527(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
@@ -14080,7 +14080,7 @@ call_embedding_1530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_embedding_1531(yt_tensor *const *inputs, void *ctx)
+error_embedding_1531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
@@ -14090,56 +14090,56 @@ static yt_tensor *
 error_embedding_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
 error_embedding_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1534(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
 call_embedding_dense_backward_1535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
-}
-
-static yt_tensor *
-call_embedding_dense_backward_1536(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_1537(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_1536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_1538(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_1539(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
+}
+
+static yt_tensor *
+call_one_hot_1539(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
@@ -14150,17 +14150,17 @@ call_one_hot_1540(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_one_hot_1541(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_one_hot_ex(inputs[0], 3);
-}
-
-static yt_tensor *
-error_one_hot_1542(yt_tensor *const *inputs, void *ctx)
+error_one_hot_1541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_nonzero_1542(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
@@ -14185,10 +14185,10 @@ call_nonzero_1545(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_nonzero_1546(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nonzero(inputs[0]);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -14220,7 +14220,7 @@ call_masked_select_1550(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_select_1551(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
@@ -14234,31 +14234,31 @@ error_masked_select_1552(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_select_1553(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_argsort_1554(yt_tensor *const *inputs, void *ctx)
+call_argsort_1553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_1555(yt_tensor *const *inputs, void *ctx)
+call_argsort_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-call_argsort_1556(yt_tensor *const *inputs, void *ctx)
+call_argsort_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argsort_1556(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
@@ -14269,28 +14269,21 @@ call_argsort_1557(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argsort_1558(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_argsort_ex(inputs[0], -1, false);
-}
-
-static yt_tensor *
-call_argsort_stable_1559(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], true, -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1560(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], false, 0, true);
 }
 
 static yt_tensor *
-call_index_1561(yt_tensor *const *inputs, void *ctx)
+call_index_1560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14298,7 +14291,7 @@ call_index_1561(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1562(yt_tensor *const *inputs, void *ctx)
+call_index_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14306,7 +14299,7 @@ call_index_1562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1563(yt_tensor *const *inputs, void *ctx)
+call_index_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
@@ -14314,11 +14307,19 @@ call_index_1563(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1564(yt_tensor *const *inputs, void *ctx)
+call_index_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
     return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1564(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
 }
 
 static yt_tensor *
@@ -14330,15 +14331,7 @@ call_index_1565(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1566(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[2] = {NULL, inputs[1]};
-    return yt_index(inputs[0], indices, 2);
-}
-
-static yt_tensor *
-call_index_put_1567(yt_tensor *const *inputs, void *ctx)
+call_index_put_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14346,7 +14339,7 @@ call_index_put_1567(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1568(yt_tensor *const *inputs, void *ctx)
+call_index_put_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14354,7 +14347,7 @@ call_index_put_1568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1569(yt_tensor *const *inputs, void *ctx)
+call_index_put_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {inputs[1], inputs[2]};
@@ -14362,7 +14355,7 @@ call_index_put_1569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1570(yt_tensor *const *inputs, void *ctx)
+call_index_put_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14370,7 +14363,7 @@ call_index_put_1570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1571(yt_tensor *const *inputs, void *ctx)
+call_index_put_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14378,7 +14371,7 @@ call_index_put_1571(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1572(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14389,7 +14382,7 @@ call_sort_values_1572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1573(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14400,7 +14393,7 @@ call_sort_indices_1573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1574(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14411,7 +14404,7 @@ call_sort_values_1574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1575(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14422,7 +14415,7 @@ call_sort_indices_1575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1576(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14433,7 +14426,7 @@ call_sort_values_1576(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1577(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14444,7 +14437,7 @@ call_sort_indices_1577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1578(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14455,7 +14448,7 @@ call_sort_values_1578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1579(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14466,7 +14459,7 @@ call_sort_indices_1579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1580(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14477,7 +14470,7 @@ call_sort_values_1580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1581(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14488,7 +14481,7 @@ call_sort_indices_1581(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1582(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14500,7 +14493,7 @@ call_sort_stable_values_1582(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1583(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14512,7 +14505,7 @@ call_sort_stable_indices_1583(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1584(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14524,7 +14517,7 @@ call_sort_stable_values_1584(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1585(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14536,7 +14529,7 @@ call_sort_stable_indices_1585(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1586(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14547,7 +14540,7 @@ call_topk_values_1586(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1587(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14558,7 +14551,7 @@ call_topk_indices_1587(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1588(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14569,7 +14562,7 @@ call_topk_values_1588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1589(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14580,7 +14573,7 @@ call_topk_indices_1589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1590(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14591,7 +14584,7 @@ call_topk_values_1590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1591(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14602,7 +14595,7 @@ call_topk_indices_1591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1592(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14613,7 +14606,7 @@ call_topk_values_1592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1593(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14624,7 +14617,7 @@ call_topk_indices_1593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1594(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14635,7 +14628,7 @@ call_topk_values_1594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1595(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14646,7 +14639,7 @@ call_topk_indices_1595(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14656,7 +14649,7 @@ call_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14666,7 +14659,7 @@ call_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -14676,7 +14669,15 @@ call_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1599(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14687,20 +14688,12 @@ static yt_tensor *
 error_avg_pool2d_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t kernel_size[] = {2};
-    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
-}
-
-static yt_tensor *
-error_avg_pool2d_1601(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
     return yt_avg_pool2d_ex(inputs[0], kernel_size, 3, NULL, 0, NULL, 0, false, true, YT_NONE);
 }
 
 static yt_tensor *
-error_avg_pool2d_1602(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14710,7 +14703,7 @@ error_avg_pool2d_1602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1603(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14718,7 +14711,7 @@ call_adaptive_avg_pool2d_1603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1604(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -14726,7 +14719,7 @@ call_adaptive_avg_pool2d_1604(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1605(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -14734,7 +14727,7 @@ call_adaptive_avg_pool2d_1605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1606(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -14742,7 +14735,7 @@ call_adaptive_avg_pool2d_1606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1607(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -14750,14 +14743,14 @@ error_adaptive_avg_pool2d_1607(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1608(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1609(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14765,7 +14758,7 @@ error_adaptive_avg_pool2d_1609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1610(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14776,7 +14769,7 @@ call_avg_pool2d_backward_1610(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1611(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14787,7 +14780,7 @@ call_avg_pool2d_backward_1611(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_1612(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14798,7 +14791,7 @@ error_avg_pool2d_backward_1612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_1613(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14806,7 +14799,7 @@ call_adaptive_avg_pool2d_backward_1613(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_1614(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14814,14 +14807,14 @@ error_adaptive_avg_pool2d_backward_1614(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1615(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1616(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 1};
@@ -14831,7 +14824,7 @@ call_conv2d_1616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1617(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14840,7 +14833,7 @@ call_conv2d_1617(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1618(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t padding[] = {1, 0};
@@ -14848,19 +14841,26 @@ call_conv2d_1618(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1619(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1620(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
     static const int64_t dilation[] = {2, 1};
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_1620(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -14874,32 +14874,25 @@ static yt_tensor *
 error_conv2d_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
 }
 
 static yt_tensor *
 error_conv2d_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
-}
-
-static yt_tensor *
-error_conv2d_1624(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1625(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1626(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -14907,11 +14900,18 @@ call_conv2d_padding_1626(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_1627(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], stride, 1, "valid", NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1627(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -14925,33 +14925,26 @@ static yt_tensor *
 error_conv2d_padding_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
+                                1);
 }
 
 static yt_tensor *
 error_conv2d_padding_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
-                                1);
-}
-
-static yt_tensor *
-error_conv2d_padding_1631(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1632(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1633(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14961,10 +14954,17 @@ call_conv1d_1633(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_1634(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1634(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -14978,30 +14978,30 @@ static yt_tensor *
 error_conv1d_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+    static const int64_t stride[] = {1, 1};
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
 error_conv1d_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t stride[] = {1, 1};
-    return yt_conv1d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, NULL, 0, 1);
-}
-
-static yt_tensor *
-error_conv1d_1638(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_1639(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
     return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1639(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -15015,7 +15015,9 @@ static yt_tensor *
 error_conv1d_padding_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice",
+                                dilation, 1, 1);
 }
 
 static yt_tensor *
@@ -15023,20 +15025,11 @@ error_conv1d_padding_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
-    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice",
-                                dilation, 1, 1);
-}
-
-static yt_tensor *
-error_conv1d_padding_1643(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dilation[] = {1};
     return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
 }
 
 static yt_tensor *
-call_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15044,7 +15037,7 @@ call_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -15056,7 +15049,7 @@ call_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1646(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15065,7 +15058,7 @@ call_conv_transpose2d_1646(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1647(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15075,7 +15068,7 @@ call_conv_transpose2d_1647(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1648(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -15087,13 +15080,21 @@ call_conv_transpose2d_1648(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1649(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_padding[] = {1};
     static const int64_t dilation[] = {2};
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, output_padding, 1,
                                   1, dilation, 1);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1649(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
 }
 
 static yt_tensor *
@@ -15108,7 +15109,7 @@ static yt_tensor *
 error_conv_transpose2d_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
                                   0);
 }
 
@@ -15116,20 +15117,12 @@ static yt_tensor *
 error_conv_transpose2d_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
-                                  0);
-}
-
-static yt_tensor *
-error_conv_transpose2d_1653(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
                                   NULL, 0);
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1654(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15141,7 +15134,7 @@ call_conv2d_backward_input_1654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1655(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -15153,7 +15146,7 @@ call_conv2d_backward_input_1655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1656(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15165,7 +15158,7 @@ error_conv2d_backward_input_1656(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1657(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15177,7 +15170,7 @@ call_conv2d_backward_weight_1657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1658(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -15189,7 +15182,7 @@ call_conv2d_backward_weight_1658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1659(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15201,6 +15194,13 @@ error_conv2d_backward_weight_1659(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
+call_conv2d_backward_bias_1659(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
 call_conv2d_backward_bias_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
@@ -15208,7 +15208,7 @@ call_conv2d_backward_bias_1660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1661(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
@@ -15222,14 +15222,7 @@ error_conv2d_backward_bias_1662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1663(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv2d_backward_bias(inputs[0]);
-}
-
-static yt_tensor *
-call_max_pool2d_with_indices_values_1664(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15242,7 +15235,7 @@ call_max_pool2d_with_indices_values_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1665(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15255,7 +15248,7 @@ call_max_pool2d_with_indices_indices_1665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1666(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15271,7 +15264,7 @@ call_max_pool2d_with_indices_values_1666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1667(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15287,7 +15280,7 @@ call_max_pool2d_with_indices_indices_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1668(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15302,7 +15295,7 @@ call_max_pool2d_with_indices_values_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1669(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15317,7 +15310,7 @@ call_max_pool2d_with_indices_indices_1669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1670(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15330,7 +15323,7 @@ call_max_pool2d_with_indices_values_1670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1671(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15340,23 +15333,23 @@ call_max_pool2d_with_indices_indices_1671(yt_tensor *const *inputs, void *ctx)
         return NULL;
     yt_release(r[0]);
     return r[1];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1671(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
 }
 
 static yt_tensor *
 error_max_pool2d_with_indices_1672(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {2};
-    yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
-                                      &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-error_max_pool2d_with_indices_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15368,7 +15361,7 @@ error_max_pool2d_with_indices_1673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1674(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15381,7 +15374,7 @@ error_max_pool2d_with_indices_1674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1675(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15389,7 +15382,7 @@ call_max_pool2d_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1676(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15400,7 +15393,7 @@ call_max_pool2d_1676(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1677(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15410,7 +15403,7 @@ call_max_pool2d_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1678(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15418,14 +15411,14 @@ error_max_pool2d_1678(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1679(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1680(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15433,7 +15426,7 @@ error_max_pool2d_1680(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15441,7 +15434,7 @@ call_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15449,7 +15442,7 @@ call_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1683(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15457,7 +15450,7 @@ call_layer_norm_1683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1684(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15465,7 +15458,7 @@ call_layer_norm_1684(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1685(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15473,14 +15466,14 @@ call_layer_norm_1685(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1686(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1687(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15488,7 +15481,7 @@ error_layer_norm_1687(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1688(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15496,7 +15489,7 @@ error_layer_norm_1688(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1689(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15504,7 +15497,7 @@ error_layer_norm_1689(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1690(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15512,35 +15505,42 @@ error_layer_norm_1690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1691(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1692(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1693(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1694(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1695(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1694(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
@@ -15550,14 +15550,14 @@ static yt_tensor *
 error_group_norm_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
@@ -15571,7 +15571,7 @@ static yt_tensor *
 error_group_norm_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
@@ -15585,18 +15585,11 @@ static yt_tensor *
 error_group_norm_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1702(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1703(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15604,7 +15597,7 @@ call_rms_norm_1703(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1704(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15613,7 +15606,7 @@ call_rms_norm_1704(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1705(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15622,7 +15615,7 @@ call_rms_norm_1705(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1706(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15630,18 +15623,26 @@ call_rms_norm_1706(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1707(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
-error_rms_norm_1708(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
     return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1708(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -15653,36 +15654,28 @@ error_rms_norm_1709(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1710(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {4};
-    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
-}
-
-static yt_tensor *
-call_batch_norm_1711(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1712(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15690,7 +15683,7 @@ call_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15698,7 +15691,7 @@ call_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15706,10 +15699,17 @@ call_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1717(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1717(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15723,7 +15723,7 @@ static yt_tensor *
 error_batch_norm_1719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15737,7 +15737,7 @@ static yt_tensor *
 error_batch_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15751,7 +15751,7 @@ static yt_tensor *
 error_batch_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15765,7 +15765,7 @@ static yt_tensor *
 error_batch_norm_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15779,35 +15779,35 @@ static yt_tensor *
 error_batch_norm_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1728(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1729(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1730(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1731(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1731(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
@@ -15828,7 +15828,7 @@ static yt_tensor *
 error_row_norm_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
@@ -15849,35 +15849,35 @@ static yt_tensor *
 error_row_norm_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
-}
-
-static yt_tensor *
-error_row_norm_1738(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1739(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1740(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1741(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1741(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15891,7 +15891,7 @@ static yt_tensor *
 error_batch_norm_training_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15905,7 +15905,7 @@ static yt_tensor *
 error_batch_norm_training_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15919,7 +15919,7 @@ static yt_tensor *
 error_batch_norm_training_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15933,7 +15933,7 @@ static yt_tensor *
 error_batch_norm_training_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15947,39 +15947,32 @@ static yt_tensor *
 error_batch_norm_training_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1752(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1753(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1754(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1755(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1756(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15992,42 +15985,42 @@ error_row_norm_backward_1756(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1757(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1758(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1759(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1760(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1761(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1762(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16040,7 +16033,7 @@ error_batch_norm_backward_1762(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1763(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -16048,7 +16041,7 @@ error_batch_norm_backward_bias_backward_1763(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1764(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -16056,143 +16049,150 @@ error_batch_norm_backward_bias_backward_1764(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1765(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1766(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1767(yt_tensor *const *inputs, void *ctx)
+call_softmax_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1767(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
 }
 
 static yt_tensor *
 call_softmax_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
-}
-
-static yt_tensor *
-call_softmax_1773(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_softmax_1774(yt_tensor *const *inputs, void *ctx)
+error_softmax_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1775(yt_tensor *const *inputs, void *ctx)
+error_softmax_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1776(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1776(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
 }
 
 static yt_tensor *
 call_log_softmax_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
-}
-
-static yt_tensor *
-call_log_softmax_1782(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_log_softmax_1783(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1784(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1784(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
@@ -16206,14 +16206,14 @@ static yt_tensor *
 call_softmax_backward_data_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1787(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
@@ -16227,14 +16227,14 @@ static yt_tensor *
 error_softmax_backward_data_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1790(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
@@ -16248,14 +16248,14 @@ static yt_tensor *
 call_log_softmax_backward_data_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1793(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
@@ -16269,77 +16269,77 @@ static yt_tensor *
 error_log_softmax_backward_data_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1796(yt_tensor *const *inputs, void *ctx)
+call_dropout_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
 call_dropout_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
-}
-
-static yt_tensor *
-call_dropout_1801(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1802(yt_tensor *const *inputs, void *ctx)
+error_dropout_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1803(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1804(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1805(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_mse_loss_1805(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -16350,38 +16350,38 @@ call_mse_loss_1806(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mse_loss_1807(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-error_mse_loss_1808(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1809(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1810(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1811(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_l1_loss_1811(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
@@ -16399,101 +16399,101 @@ call_l1_loss_1813(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_l1_loss_1814(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
-}
-
-static yt_tensor *
-error_l1_loss_1815(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1816(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1817(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1818(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1819(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1820(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1821(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1822(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1823(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1824(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1825(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1826(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1827(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+}
+
+static yt_tensor *
+call_huber_loss_1827(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
@@ -16504,24 +16504,24 @@ call_huber_loss_1828(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_huber_loss_1829(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
-}
-
-static yt_tensor *
-error_huber_loss_1830(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1831(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_elementwise_1831(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -16546,7 +16546,7 @@ call_binary_cross_entropy_elementwise_1834(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1835(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
@@ -16560,127 +16560,120 @@ error_binary_cross_entropy_elementwise_1836(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1837(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1843(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
 error_binary_cross_entropy_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
 error_binary_cross_entropy_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
-}
-
-static yt_tensor *
-error_binary_cross_entropy_1846(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1847(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1848(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1848(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
-                                                  "sum");
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
-}
-
-static yt_tensor *
-call_binary_cross_entropy_with_logits_1852(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1853(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1854(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16688,7 +16681,7 @@ error_binary_cross_entropy_with_logits_1854(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1855(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16696,49 +16689,56 @@ error_binary_cross_entropy_with_logits_1855(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1856(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1857(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1858(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1859(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1860(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1861(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1862(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1861(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
@@ -16748,232 +16748,233 @@ static yt_tensor *
 error_nll_loss_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
 error_nll_loss_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
 error_nll_loss_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
 error_nll_loss_1866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1867(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1879(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1884(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_index_1891(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1892(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1893(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1894(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1895(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
                                               NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1895(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
@@ -16988,15 +16989,15 @@ static yt_tensor *
 call_scaled_dot_product_attention_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
+                                              NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
                                               NULL);
 }
 
@@ -17017,7 +17018,7 @@ call_scaled_dot_product_attention_1900(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1901(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17065,15 +17066,7 @@ error_scaled_dot_product_attention_1906(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1907(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_math_output_1908(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17085,7 +17078,7 @@ call_scaled_dot_product_attention_math_output_1908(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1909(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17097,7 +17090,7 @@ call_scaled_dot_product_attention_math_attn_1909(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1910(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17109,7 +17102,7 @@ call_scaled_dot_product_attention_math_output_1910(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1911(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17121,7 +17114,7 @@ call_scaled_dot_product_attention_math_attn_1911(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1912(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17133,7 +17126,7 @@ call_scaled_dot_product_attention_math_output_1912(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1913(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17145,7 +17138,7 @@ call_scaled_dot_product_attention_math_attn_1913(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1914(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17157,7 +17150,7 @@ call_scaled_dot_product_attention_math_output_1914(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1915(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17166,6 +17159,18 @@ call_scaled_dot_product_attention_math_attn_1915(yt_tensor *const *inputs, void 
         return NULL;
     yt_release(r[0]);
     return r[1];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1915(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
 }
 
 static yt_tensor *
@@ -17217,14 +17222,16 @@ error_scaled_dot_product_attention_math_1919(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1920(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
+    yt_tensor *r[3];
+    if (yt_scaled_dot_product_attention_math_backward(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                      inputs[4], 0.5, true, true, true, &r[0],
+                                                      &r[1], &r[2]) != YT_OK)
         return NULL;
     yt_release(r[1]);
+    yt_release(r[2]);
     return r[0];
 }
 
@@ -17243,21 +17250,7 @@ error_scaled_dot_product_attention_math_backward_1921(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1922(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[3];
-    if (yt_scaled_dot_product_attention_math_backward(inputs[0], inputs[1], inputs[2], inputs[3],
-                                                      inputs[4], 0.5, true, true, true, &r[0],
-                                                      &r[1], &r[2]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    yt_release(r[2]);
-    return r[0];
-}
-
-static yt_tensor *
-call_empty_1923(yt_tensor *const *inputs, void *ctx)
+call_empty_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17266,7 +17259,7 @@ call_empty_1923(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1924(yt_tensor *const *inputs, void *ctx)
+call_empty_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17275,7 +17268,7 @@ call_empty_1924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1925(yt_tensor *const *inputs, void *ctx)
+call_empty_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17283,7 +17276,7 @@ call_empty_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1926(yt_tensor *const *inputs, void *ctx)
+call_zeros_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17292,7 +17285,7 @@ call_zeros_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1927(yt_tensor *const *inputs, void *ctx)
+call_ones_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17301,7 +17294,7 @@ call_ones_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1928(yt_tensor *const *inputs, void *ctx)
+call_full_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17310,7 +17303,7 @@ call_full_1928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1929(yt_tensor *const *inputs, void *ctx)
+call_full_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17319,12 +17312,19 @@ call_full_1929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1930(yt_tensor *const *inputs, void *ctx)
+call_full_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {0};
     return yt_full_ex(size, 1, yt_int(2), YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_1930(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17342,10 +17342,10 @@ call_empty_like_1932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1933(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17366,21 +17366,21 @@ static yt_tensor *
 call_ones_like_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_ones_like_1937(yt_tensor *const *inputs, void *ctx)
+call_full_like_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
+    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_full_like_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17391,14 +17391,7 @@ call_full_like_1939(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_like_1940(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_arange_1941(yt_tensor *const *inputs, void *ctx)
+call_arange_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17406,7 +17399,7 @@ call_arange_1941(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1942(yt_tensor *const *inputs, void *ctx)
+call_linspace_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17414,7 +17407,7 @@ call_linspace_1942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1943(yt_tensor *const *inputs, void *ctx)
+call_linspace_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17422,7 +17415,7 @@ call_linspace_1943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1944(yt_tensor *const *inputs, void *ctx)
+call_linspace_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17430,7 +17423,7 @@ call_linspace_1944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1945(yt_tensor *const *inputs, void *ctx)
+call_eye_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17438,7 +17431,7 @@ call_eye_1945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1946(yt_tensor *const *inputs, void *ctx)
+call_eye_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17446,7 +17439,7 @@ call_eye_1946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1947(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17454,7 +17447,7 @@ call_eye_m_1947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1948(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17462,7 +17455,7 @@ call_eye_m_1948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1949(yt_tensor *const *inputs, void *ctx)
+call_rand_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17471,7 +17464,7 @@ call_rand_1949(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1950(yt_tensor *const *inputs, void *ctx)
+error_rand_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17480,7 +17473,7 @@ error_rand_1950(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1951(yt_tensor *const *inputs, void *ctx)
+call_randn_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17489,12 +17482,19 @@ call_randn_1951(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1952(yt_tensor *const *inputs, void *ctx)
+error_randn_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
     return yt_randn_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_rand_like_1952(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17505,10 +17505,10 @@ call_rand_like_1953(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1954(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17519,14 +17519,7 @@ call_randn_like_1955(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_like_1956(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_randint_1957(yt_tensor *const *inputs, void *ctx)
+call_randint_1956(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17535,7 +17528,7 @@ call_randint_1957(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1958(yt_tensor *const *inputs, void *ctx)
+call_randint_1957(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17544,7 +17537,7 @@ call_randint_1958(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1959(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1958(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17553,7 +17546,7 @@ call_randint_low_1959(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1960(yt_tensor *const *inputs, void *ctx)
+call_randperm_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17561,7 +17554,7 @@ call_randperm_1960(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1961(yt_tensor *const *inputs, void *ctx)
+call_randperm_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17569,14 +17562,14 @@ call_randperm_1961(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1962(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1961(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1963(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1962(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17588,14 +17581,14 @@ inplace_bernoulli_p_1963(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1964(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1963(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1965(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17607,14 +17600,14 @@ inplace_bernoulli_p_1965(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1966(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1967(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17626,14 +17619,14 @@ inplace_bernoulli_p_1967(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1968(yt_tensor *const *inputs, void *ctx)
+call_normal_1967(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1969(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1968(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17645,14 +17638,14 @@ inplace_normal_1969(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1970(yt_tensor *const *inputs, void *ctx)
+call_normal_1969(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1971(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1970(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17664,14 +17657,14 @@ inplace_normal_1971(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1972(yt_tensor *const *inputs, void *ctx)
+call_normal_1971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1973(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1972(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17683,21 +17676,21 @@ inplace_normal_1973(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1974(yt_tensor *const *inputs, void *ctx)
+error_normal_1973(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1975(yt_tensor *const *inputs, void *ctx)
+call_uniform_1974(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1976(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1975(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17709,14 +17702,14 @@ inplace_uniform_1976(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1977(yt_tensor *const *inputs, void *ctx)
+call_uniform_1976(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1978(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1977(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17728,14 +17721,14 @@ inplace_uniform_1978(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1979(yt_tensor *const *inputs, void *ctx)
+call_uniform_1978(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1980(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1979(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17747,35 +17740,35 @@ inplace_uniform_1980(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1981(yt_tensor *const *inputs, void *ctx)
+error_uniform_1980(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1982(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1981(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1983(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1982(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1984(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1983(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1985(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1984(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17783,7 +17776,7 @@ call_sum_to_1985(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1986(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17791,7 +17784,7 @@ call_sum_to_1986(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1987(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1986(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -22389,158 +22382,159 @@ const yt_op_case yt_op_cases[] = {
         .call = call_mean_1024,
         .call_inplace = NULL,
         .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mean.dim",
+        .where = "ops.yaml:997 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_dim_1026,
+        .call_inplace = NULL,
+        .call_out = out_mean_dim_1027,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "mean",
-        .where = "ops.yaml:979 sample 4",
+        .op = "mean.dim",
+        .where = "ops.yaml:997 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_1025,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_dim_1028,
+        .call_inplace = NULL,
+        .call_out = out_mean_dim_1029,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mean.dim",
+        .where = "ops.yaml:997 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
+        .call = call_mean_dim_1030,
+        .call_inplace = NULL,
+        .call_out = out_mean_dim_1031,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mean.dim",
+        .where = "ops.yaml:997 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = call_mean_dim_1032,
+        .call_inplace = NULL,
+        .call_out = out_mean_dim_1033,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "amax",
+        .where = "ops.yaml:1011 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_1036,
+        .call_inplace = NULL,
+        .call_out = out_amax_1037,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amax",
+        .where = "ops.yaml:1011 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_1038,
+        .call_inplace = NULL,
+        .call_out = out_amax_1039,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amax",
+        .where = "ops.yaml:1011 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_1040,
+        .call_inplace = NULL,
+        .call_out = out_amax_1041,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:1024 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_1043,
+        .call_inplace = NULL,
+        .call_out = out_amin_1044,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:1024 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_1045,
+        .call_inplace = NULL,
+        .call_out = out_amin_1046,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:1024 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_amin_1047,
+        .call_inplace = NULL,
+        .call_out = out_amin_1048,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:1024 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_1049,
+        .call_inplace = NULL,
+        .call_out = out_amin_1050,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:1024 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_1051,
+        .call_inplace = NULL,
+        .call_out = out_amin_1052,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:1038 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_1054,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "mean.dim",
-        .where = "ops.yaml:998 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_1027,
-        .call_inplace = NULL,
-        .call_out = out_mean_dim_1028,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mean.dim",
-        .where = "ops.yaml:998 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_1029,
-        .call_inplace = NULL,
-        .call_out = out_mean_dim_1030,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mean.dim",
-        .where = "ops.yaml:998 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_mean_dim_1031,
-        .call_inplace = NULL,
-        .call_out = out_mean_dim_1032,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mean.dim",
-        .where = "ops.yaml:998 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_mean_dim_1033,
-        .call_inplace = NULL,
-        .call_out = out_mean_dim_1034,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amax",
-        .where = "ops.yaml:1012 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_1037,
-        .call_inplace = NULL,
-        .call_out = out_amax_1038,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amax",
-        .where = "ops.yaml:1012 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_1039,
-        .call_inplace = NULL,
-        .call_out = out_amax_1040,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amax",
-        .where = "ops.yaml:1012 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_1041,
-        .call_inplace = NULL,
-        .call_out = out_amax_1042,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amin",
-        .where = "ops.yaml:1025 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1044,
-        .call_inplace = NULL,
-        .call_out = out_amin_1045,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amin",
-        .where = "ops.yaml:1025 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1046,
-        .call_inplace = NULL,
-        .call_out = out_amin_1047,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amin",
-        .where = "ops.yaml:1025 sample 2",
+        .op = "max",
+        .where = "ops.yaml:1038 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_amin_1048,
-        .call_inplace = NULL,
-        .call_out = out_amin_1049,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amin",
-        .where = "ops.yaml:1025 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1050,
-        .call_inplace = NULL,
-        .call_out = out_amin_1051,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amin",
-        .where = "ops.yaml:1025 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1052,
-        .call_inplace = NULL,
-        .call_out = out_amin_1053,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max",
-        .where = "ops.yaml:1039 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_1055,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -22549,10 +22543,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max",
-        .where = "ops.yaml:1039 sample 1",
+        .where = "ops.yaml:1038 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_max_1056,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -22560,11 +22553,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "max",
-        .where = "ops.yaml:1039 sample 2",
+        .op = "min",
+        .where = "ops.yaml:1050 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_1057,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_1057,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22572,9 +22565,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min",
-        .where = "ops.yaml:1051 sample 0",
+        .where = "ops.yaml:1050 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_min_1058,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -22583,10 +22577,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min",
-        .where = "ops.yaml:1051 sample 1",
+        .where = "ops.yaml:1050 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_min_1059,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -22594,324 +22587,325 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "min",
-        .where = "ops.yaml:1051 sample 2",
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_1060,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1061,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1062,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1063,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_1064,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1065,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1066,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1067,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_values_1068,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1069,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_indices_1070,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1071,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_1072,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1073,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1074,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1075,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_min_1060,
+        .call = call_max_dim_values_1076,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_1077,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:1064 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1078,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_1079,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1080 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_1081,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1082,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1080 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_1083,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1084,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1080 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_1085,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1086,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1080 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_1087,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1088,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1080 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_values_1089,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1090,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1080 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_indices_1091,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1092,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1080 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_1093,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1094,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1080 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_1095,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1096,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1094 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1098,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1099,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1094 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1100,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1101,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1094 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmax_1102,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1103,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1094 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1104,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1105,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1094 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1106,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1107,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1109 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_1109,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1110,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1109 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_1111,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1112,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1109 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmin_1113,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1114,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1109 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_1115,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1116,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:1123 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_1118,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 0 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1061,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_values_1062,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 0 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1063,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1064,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 1 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1065,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_values_1066,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 1 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1067,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1068,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 2 result values",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_max_dim_values_1069,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_values_1070,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 2 result indices",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_max_dim_indices_1071,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1072,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 3 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1073,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_values_1074,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 3 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1075,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1076,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 4 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1077,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_values_1078,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1065 sample 4 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1079,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1080,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "min.dim",
-        .where = "ops.yaml:1081 sample 0 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_values_1082,
-        .call_inplace = NULL,
-        .call_out = out_min_dim_values_1083,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "min.dim",
-        .where = "ops.yaml:1081 sample 0 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_indices_1084,
-        .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1085,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "min.dim",
-        .where = "ops.yaml:1081 sample 1 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_values_1086,
-        .call_inplace = NULL,
-        .call_out = out_min_dim_values_1087,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "min.dim",
-        .where = "ops.yaml:1081 sample 1 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_indices_1088,
-        .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1089,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "min.dim",
-        .where = "ops.yaml:1081 sample 2 result values",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_min_dim_values_1090,
-        .call_inplace = NULL,
-        .call_out = out_min_dim_values_1091,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "min.dim",
-        .where = "ops.yaml:1081 sample 2 result indices",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_min_dim_indices_1092,
-        .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1093,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "min.dim",
-        .where = "ops.yaml:1081 sample 3 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_values_1094,
-        .call_inplace = NULL,
-        .call_out = out_min_dim_values_1095,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "min.dim",
-        .where = "ops.yaml:1081 sample 3 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_indices_1096,
-        .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1097,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:1095 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1099,
-        .call_inplace = NULL,
-        .call_out = out_argmax_1100,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:1095 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1101,
-        .call_inplace = NULL,
-        .call_out = out_argmax_1102,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:1095 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argmax_1103,
-        .call_inplace = NULL,
-        .call_out = out_argmax_1104,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:1095 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1105,
-        .call_inplace = NULL,
-        .call_out = out_argmax_1106,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:1095 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1107,
-        .call_inplace = NULL,
-        .call_out = out_argmax_1108,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmin",
-        .where = "ops.yaml:1110 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_1110,
-        .call_inplace = NULL,
-        .call_out = out_argmin_1111,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmin",
-        .where = "ops.yaml:1110 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_1112,
-        .call_inplace = NULL,
-        .call_out = out_argmin_1113,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmin",
-        .where = "ops.yaml:1110 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argmin_1114,
-        .call_inplace = NULL,
-        .call_out = out_argmin_1115,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmin",
-        .where = "ops.yaml:1110 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_1116,
-        .call_inplace = NULL,
-        .call_out = out_argmin_1117,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "prod",
-        .where = "ops.yaml:1124 sample 0",
+        .where = "ops.yaml:1123 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_prod_1119,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -22920,10 +22914,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod",
-        .where = "ops.yaml:1124 sample 1",
+        .where = "ops.yaml:1123 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_prod_1120,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -22932,9 +22925,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod",
-        .where = "ops.yaml:1124 sample 2",
+        .where = "ops.yaml:1123 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_prod_1121,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -22942,66 +22935,66 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "prod",
-        .where = "ops.yaml:1124 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_1122,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1139 sample 0",
+        .where = "ops.yaml:1138 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_1123,
+        .call = call_prod_dim_int_1122,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1124,
+        .call_out = out_prod_dim_int_1123,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1139 sample 1",
+        .where = "ops.yaml:1138 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_1125,
+        .call = call_prod_dim_int_1124,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1126,
+        .call_out = out_prod_dim_int_1125,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1139 sample 2",
+        .where = "ops.yaml:1138 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_prod_dim_int_1127,
+        .call = call_prod_dim_int_1126,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1128,
+        .call_out = out_prod_dim_int_1127,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1139 sample 3",
+        .where = "ops.yaml:1138 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_1129,
+        .call = call_prod_dim_int_1128,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1130,
+        .call_out = out_prod_dim_int_1129,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "all",
-        .where = "ops.yaml:1153 sample 0",
+        .where = "ops.yaml:1152 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_1131,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:1152 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_all_1132,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23009,55 +23002,55 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "all",
-        .where = "ops.yaml:1153 sample 1",
+        .op = "all.dim",
+        .where = "ops.yaml:1165 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_all_1133,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_1133,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_1134,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:1165 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_all_dim_1135,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_1136,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:1165 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_1137,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_1138,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:1178 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_1140,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "all.dim",
-        .where = "ops.yaml:1166 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_all_dim_1134,
-        .call_inplace = NULL,
-        .call_out = out_all_dim_1135,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "all.dim",
-        .where = "ops.yaml:1166 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_all_dim_1136,
-        .call_inplace = NULL,
-        .call_out = out_all_dim_1137,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "all.dim",
-        .where = "ops.yaml:1166 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_all_dim_1138,
-        .call_inplace = NULL,
-        .call_out = out_all_dim_1139,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "any",
-        .where = "ops.yaml:1179 sample 0",
+        .where = "ops.yaml:1178 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_any_1141,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23065,111 +23058,111 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "any",
-        .where = "ops.yaml:1179 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_any_1142,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "any.dim",
-        .where = "ops.yaml:1192 sample 0",
+        .where = "ops.yaml:1191 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_any_dim_1143,
+        .call = call_any_dim_1142,
         .call_inplace = NULL,
-        .call_out = out_any_dim_1144,
+        .call_out = out_any_dim_1143,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:1192 sample 1",
+        .where = "ops.yaml:1191 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_any_dim_1145,
+        .call = call_any_dim_1144,
         .call_inplace = NULL,
-        .call_out = out_any_dim_1146,
+        .call_out = out_any_dim_1145,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:1192 sample 2",
+        .where = "ops.yaml:1191 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_any_dim_1147,
+        .call = call_any_dim_1146,
         .call_inplace = NULL,
-        .call_out = out_any_dim_1148,
+        .call_out = out_any_dim_1147,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1205 sample 0",
+        .where = "ops.yaml:1204 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1150,
+        .call = call_cumsum_1149,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1151,
+        .call_out = out_cumsum_1150,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1205 sample 1",
+        .where = "ops.yaml:1204 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1152,
+        .call = call_cumsum_1151,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1153,
+        .call_out = out_cumsum_1152,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1205 sample 2",
+        .where = "ops.yaml:1204 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_cumsum_1154,
+        .call = call_cumsum_1153,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1155,
+        .call_out = out_cumsum_1154,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1205 sample 3",
+        .where = "ops.yaml:1204 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1156,
+        .call = call_cumsum_1155,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1157,
+        .call_out = out_cumsum_1156,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1205 sample 4",
+        .where = "ops.yaml:1204 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1158,
+        .call = call_cumsum_1157,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1159,
+        .call_out = out_cumsum_1158,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1221 sample 0",
+        .where = "ops.yaml:1220 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1160,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1220 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1161,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23178,9 +23171,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1221 sample 1",
+        .where = "ops.yaml:1220 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_logsumexp_1162,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23189,10 +23183,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1221 sample 2",
+        .where = "ops.yaml:1220 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1163,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23201,32 +23194,32 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1221 sample 3",
+        .where = "ops.yaml:1220 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_logsumexp_1164,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1221 sample 4",
+        .where = "ops.yaml:1220 sample 5",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .call = call_logsumexp_1165,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "logsumexp",
-        .where = "ops.yaml:1221 sample 5",
+        .op = "var.correction",
+        .where = "ops.yaml:1236 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_logsumexp_1166,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1167,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23234,9 +23227,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1237 sample 0",
+        .where = "ops.yaml:1236 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1168,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23245,9 +23238,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1237 sample 1",
+        .where = "ops.yaml:1236 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_var_1169,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23256,10 +23250,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1237 sample 2",
+        .where = "ops.yaml:1236 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1170,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23267,11 +23260,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "var.correction",
-        .where = "ops.yaml:1237 sample 3",
+        .op = "std.correction",
+        .where = "ops.yaml:1251 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_1171,
+        .call = call_std_1173,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23279,9 +23272,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1252 sample 0",
+        .where = "ops.yaml:1251 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1174,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23290,9 +23283,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1252 sample 1",
+        .where = "ops.yaml:1251 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_std_1175,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23300,12 +23294,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "std.correction",
-        .where = "ops.yaml:1252 sample 2",
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1269 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_std_1176,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1178,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23313,9 +23306,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1270 sample 0",
+        .where = "ops.yaml:1269 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1179,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23324,9 +23317,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1270 sample 1",
+        .where = "ops.yaml:1269 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_linalg_vector_norm_1180,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23335,10 +23329,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1270 sample 2",
+        .where = "ops.yaml:1269 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1181,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23346,72 +23339,73 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "linalg_vector_norm",
-        .where = "ops.yaml:1270 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_1182,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
         .op = "mm",
-        .where = "ops.yaml:1357 sample 0",
+        .where = "ops.yaml:1356 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1186,
+        .call = call_mm_1185,
         .call_inplace = NULL,
-        .call_out = out_mm_1187,
+        .call_out = out_mm_1186,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1357 sample 1",
+        .where = "ops.yaml:1356 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_1188,
+        .call = call_mm_1187,
         .call_inplace = NULL,
-        .call_out = out_mm_1189,
+        .call_out = out_mm_1188,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1357 sample 2",
+        .where = "ops.yaml:1356 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1190,
+        .call = call_mm_1189,
         .call_inplace = NULL,
-        .call_out = out_mm_1191,
+        .call_out = out_mm_1190,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1357 sample 3",
+        .where = "ops.yaml:1356 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1192,
+        .call = call_mm_1191,
         .call_inplace = NULL,
-        .call_out = out_mm_1193,
+        .call_out = out_mm_1192,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 0",
+        .where = "ops.yaml:1374 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1197,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1374 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1198,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23420,9 +23414,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 1",
+        .where = "ops.yaml:1374 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1199,
         .call_inplace = NULL,
@@ -23432,10 +23426,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 2",
+        .where = "ops.yaml:1374 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1200,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23444,9 +23438,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 3",
+        .where = "ops.yaml:1374 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1201,
         .call_inplace = NULL,
@@ -23456,10 +23450,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 4",
+        .where = "ops.yaml:1374 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1202,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23468,10 +23462,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 5",
+        .where = "ops.yaml:1374 sample 6",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_matmul_1203,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23480,14 +23478,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 6",
+        .where = "ops.yaml:1374 sample 7",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1204,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23496,10 +23490,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 7",
+        .where = "ops.yaml:1374 sample 8",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1205,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23508,10 +23502,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 8",
+        .where = "ops.yaml:1374 sample 9",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_matmul_1206,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23520,14 +23518,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1375 sample 9",
+        .where = "ops.yaml:1374 sample 10",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 2, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1207,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23535,32 +23529,20 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "matmul",
-        .where = "ops.yaml:1375 sample 10",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1208,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "bmm",
-        .where = "ops.yaml:1405 sample 0",
+        .where = "ops.yaml:1404 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1212,
+        .call = call_bmm_1211,
         .call_inplace = NULL,
-        .call_out = out_bmm_1213,
+        .call_out = out_bmm_1212,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1405 sample 1",
+        .where = "ops.yaml:1404 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -23572,119 +23554,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_1214,
+        .call = call_bmm_1213,
         .call_inplace = NULL,
-        .call_out = out_bmm_1215,
+        .call_out = out_bmm_1214,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1405 sample 2",
+        .where = "ops.yaml:1404 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1216,
+        .call = call_bmm_1215,
         .call_inplace = NULL,
-        .call_out = out_bmm_1217,
+        .call_out = out_bmm_1216,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1405 sample 3",
+        .where = "ops.yaml:1404 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1218,
+        .call = call_bmm_1217,
         .call_inplace = NULL,
-        .call_out = out_bmm_1219,
+        .call_out = out_bmm_1218,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1432 sample 0",
+        .where = "ops.yaml:1431 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1225,
+        .call = call_addmm_1224,
         .call_inplace = NULL,
-        .call_out = out_addmm_1226,
+        .call_out = out_addmm_1225,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1432 sample 1",
+        .where = "ops.yaml:1431 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_1227,
+        .call = call_addmm_1226,
         .call_inplace = NULL,
-        .call_out = out_addmm_1228,
+        .call_out = out_addmm_1227,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1432 sample 2",
+        .where = "ops.yaml:1431 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1229,
+        .call = call_addmm_1228,
         .call_inplace = NULL,
-        .call_out = out_addmm_1230,
+        .call_out = out_addmm_1229,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1432 sample 3",
+        .where = "ops.yaml:1431 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1231,
+        .call = call_addmm_1230,
         .call_inplace = NULL,
-        .call_out = out_addmm_1232,
+        .call_out = out_addmm_1231,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1432 sample 4",
+        .where = "ops.yaml:1431 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1233,
+        .call = call_addmm_1232,
         .call_inplace = NULL,
-        .call_out = out_addmm_1234,
+        .call_out = out_addmm_1233,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1464 sample 0",
+        .where = "ops.yaml:1463 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1242,
+        .call = call_baddbmm_1241,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1243,
+        .call_out = out_baddbmm_1242,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1464 sample 1",
+        .where = "ops.yaml:1463 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -23693,15 +23675,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1244,
+        .call = call_baddbmm_1243,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1245,
+        .call_out = out_baddbmm_1244,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1464 sample 2",
+        .where = "ops.yaml:1463 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -23710,44 +23692,56 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_1246,
+        .call = call_baddbmm_1245,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1247,
+        .call_out = out_baddbmm_1246,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1464 sample 3",
+        .where = "ops.yaml:1463 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1248,
+        .call = call_baddbmm_1247,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1249,
+        .call_out = out_baddbmm_1248,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1464 sample 4",
+        .where = "ops.yaml:1463 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1250,
+        .call = call_baddbmm_1249,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1251,
+        .call_out = out_baddbmm_1250,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1485 sample 0",
+        .where = "ops.yaml:1484 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_1260,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:1484 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dot_1261,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23756,10 +23750,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1485 sample 1",
+        .where = "ops.yaml:1484 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .call = call_dot_1262,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23767,12 +23761,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "dot",
-        .where = "ops.yaml:1485 sample 2",
+        .op = "outer",
+        .where = "ops.yaml:1501 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1263,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_1267,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23780,9 +23774,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1502 sample 0",
+        .where = "ops.yaml:1501 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_outer_1268,
         .call_inplace = NULL,
@@ -23792,10 +23786,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1502 sample 1",
+        .where = "ops.yaml:1501 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .call = call_outer_1269,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23803,12 +23797,14 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "outer",
-        .where = "ops.yaml:1502 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1270,
+        .op = "linear",
+        .where = "ops.yaml:1524 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_1273,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23816,9 +23812,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 0",
+        .where = "ops.yaml:1524 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
@@ -23830,12 +23826,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1524 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1275,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23844,10 +23838,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1524 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1276,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23856,12 +23852,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 3",
+        .where = "ops.yaml:1524 sample 4",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1277,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23870,13 +23867,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 4",
+        .where = "ops.yaml:1524 sample 5",
         .n_inputs = 3,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1278,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23885,12 +23881,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 5",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:1524 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_linear_1279,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23899,11 +23894,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 6",
+        .where = "ops.yaml:1524 sample 7",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1280,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23912,10 +23906,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 7",
+        .where = "ops.yaml:1524 sample 8",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1281,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23924,9 +23918,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 8",
+        .where = "ops.yaml:1524 sample 9",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1282,
         .call_inplace = NULL,
@@ -23936,9 +23930,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 9",
+        .where = "ops.yaml:1524 sample 10",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1283,
         .call_inplace = NULL,
@@ -23948,10 +23942,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1525 sample 10",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1524 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1284,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23959,14 +23955,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "linear",
-        .where = "ops.yaml:1525 sample 11",
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:1552 sample 0",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1285,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat1_backward_1290,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23974,11 +23969,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1553 sample 0",
+        .where = "ops.yaml:1552 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_mm_mat1_backward_1291,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23987,13 +23984,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1553 sample 1",
+        .where = "ops.yaml:1552 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] =
-            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mm_mat1_backward_1292,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24002,11 +23997,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1553 sample 2",
+        .where = "ops.yaml:1552 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_mm_mat1_backward_1293,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24014,14 +24010,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm_mat1_backward",
-        .where = "ops.yaml:1553 sample 3",
+        .op = "mm_mat2_backward",
+        .where = "ops.yaml:1573 sample 0",
         .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1294,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat2_backward_1298,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24029,11 +24024,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1574 sample 0",
+        .where = "ops.yaml:1573 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_mm_mat2_backward_1299,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24042,11 +24039,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1574 sample 1",
+        .where = "ops.yaml:1573 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_mm_mat2_backward_1300,
@@ -24057,12 +24053,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1574 sample 2",
+        .where = "ops.yaml:1573 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .call = call_mm_mat2_backward_1301,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24070,23 +24065,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm_mat2_backward",
-        .where = "ops.yaml:1574 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1302,
+        .op = "t",
+        .where = "ops.yaml:1591 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_t_1306,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "t",
-        .where = "ops.yaml:1592 sample 0",
+        .where = "ops.yaml:1591 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1307,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24094,11 +24087,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "t",
-        .where = "ops.yaml:1592 sample 1",
+        .op = "transpose",
+        .where = "ops.yaml:1602 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1308,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_transpose_1309,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24106,9 +24099,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1603 sample 0",
+        .where = "ops.yaml:1602 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1310,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24116,22 +24109,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "transpose",
-        .where = "ops.yaml:1603 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1311,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
         .op = "permute",
-        .where = "ops.yaml:1617 sample 0",
+        .where = "ops.yaml:1616 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_1314,
+        .call = call_permute_1313,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24139,7 +24121,18 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1626 sample 0",
+        .where = "ops.yaml:1625 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_view_1316,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "view",
+        .where = "ops.yaml:1625 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1317,
@@ -24149,21 +24142,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "view",
-        .where = "ops.yaml:1626 sample 1",
+        .op = "reshape",
+        .where = "ops.yaml:1635 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1318,
+        .call = call_reshape_1318,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1636 sample 0",
+        .where = "ops.yaml:1635 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_reshape_1319,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24171,22 +24165,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "reshape",
-        .where = "ops.yaml:1636 sample 1",
+        .op = "expand",
+        .where = "ops.yaml:1645 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1320,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_expand_1320,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1646 sample 0",
+        .where = "ops.yaml:1645 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1321,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24194,22 +24187,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "expand",
-        .where = "ops.yaml:1646 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1322,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
         .op = "squeeze",
-        .where = "ops.yaml:1656 sample 0",
+        .where = "ops.yaml:1655 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1323,
+        .call = call_squeeze_1322,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24217,9 +24199,20 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1666 sample 0",
+        .where = "ops.yaml:1665 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_squeeze_dim_1323,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "squeeze.dim",
+        .where = "ops.yaml:1665 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1324,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24227,11 +24220,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "squeeze.dim",
-        .where = "ops.yaml:1666 sample 1",
+        .op = "unsqueeze",
+        .where = "ops.yaml:1676 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1325,
+        .call = call_unsqueeze_1326,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24239,7 +24232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1677 sample 0",
+        .where = "ops.yaml:1676 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1327,
@@ -24249,11 +24242,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "unsqueeze",
-        .where = "ops.yaml:1677 sample 1",
+        .op = "slice",
+        .where = "ops.yaml:1690 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1328,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_slice_1329,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24261,7 +24254,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1691 sample 0",
+        .where = "ops.yaml:1690 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1330,
@@ -24271,11 +24264,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "slice",
-        .where = "ops.yaml:1691 sample 1",
+        .op = "select",
+        .where = "ops.yaml:1701 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1331,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_select_1333,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24283,7 +24276,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1702 sample 0",
+        .where = "ops.yaml:1701 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1334,
@@ -24293,23 +24286,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "select",
-        .where = "ops.yaml:1702 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1335,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
         .op = "contiguous",
-        .where = "ops.yaml:1712 sample 0",
+        .where = "ops.yaml:1711 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1337,
+        .call = call_contiguous_1336,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24317,7 +24299,18 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1725 sample 0",
+        .where = "ops.yaml:1724 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1337,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1724 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1338,
@@ -24328,9 +24321,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1725 sample 1",
+        .where = "ops.yaml:1724 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_flatten_1339,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24339,10 +24333,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1725 sample 2",
+        .where = "ops.yaml:1724 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1340,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24351,9 +24344,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1725 sample 3",
+        .where = "ops.yaml:1724 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1341,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24361,11 +24354,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "flatten.using_ints",
-        .where = "ops.yaml:1725 sample 4",
+        .op = "unflatten.int",
+        .where = "ops.yaml:1743 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1342,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1345,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24373,9 +24366,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1744 sample 0",
+        .where = "ops.yaml:1743 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1346,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24384,9 +24377,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1744 sample 1",
+        .where = "ops.yaml:1743 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_unflatten_1347,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24395,10 +24389,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1744 sample 2",
+        .where = "ops.yaml:1743 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1348,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24406,11 +24399,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "unflatten.int",
-        .where = "ops.yaml:1744 sample 3",
+        .op = "broadcast_to",
+        .where = "ops.yaml:1755 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1349,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1352,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24418,9 +24411,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1756 sample 0",
+        .where = "ops.yaml:1755 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1353,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24429,9 +24422,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1756 sample 1",
+        .where = "ops.yaml:1755 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_broadcast_to_1354,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24440,10 +24434,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1756 sample 2",
+        .where = "ops.yaml:1755 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1355,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24451,11 +24444,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "broadcast_to",
-        .where = "ops.yaml:1756 sample 3",
+        .op = "narrow",
+        .where = "ops.yaml:1773 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1356,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1356,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24463,7 +24456,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1774 sample 0",
+        .where = "ops.yaml:1773 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1357,
@@ -24474,9 +24467,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1774 sample 1",
+        .where = "ops.yaml:1773 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_narrow_1358,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24485,10 +24479,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1774 sample 2",
+        .where = "ops.yaml:1773 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1359,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24496,11 +24489,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "narrow",
-        .where = "ops.yaml:1774 sample 3",
+        .op = "repeat",
+        .where = "ops.yaml:1788 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1360,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1363,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24508,9 +24501,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1789 sample 0",
+        .where = "ops.yaml:1788 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1364,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24519,9 +24512,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1789 sample 1",
+        .where = "ops.yaml:1788 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_repeat_1365,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24530,10 +24524,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1789 sample 2",
+        .where = "ops.yaml:1788 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1366,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24542,9 +24535,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1789 sample 3",
+        .where = "ops.yaml:1788 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1367,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24553,9 +24546,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1789 sample 4",
+        .where = "ops.yaml:1788 sample 5",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1368,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24563,21 +24556,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "repeat",
-        .where = "ops.yaml:1789 sample 5",
+        .op = "flip",
+        .where = "ops.yaml:1803 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1369,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1370,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1804 sample 0",
+        .where = "ops.yaml:1803 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1371,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24586,9 +24579,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1804 sample 1",
+        .where = "ops.yaml:1803 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_flip_1372,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24597,10 +24591,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1804 sample 2",
+        .where = "ops.yaml:1803 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1373,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24609,9 +24602,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1804 sample 3",
+        .where = "ops.yaml:1803 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1374,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24619,11 +24612,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "flip",
-        .where = "ops.yaml:1804 sample 4",
+        .op = "roll",
+        .where = "ops.yaml:1820 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1375,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1376,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24631,7 +24624,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1821 sample 0",
+        .where = "ops.yaml:1820 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1377,
@@ -24642,9 +24635,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1821 sample 1",
+        .where = "ops.yaml:1820 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1378,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24653,9 +24646,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1821 sample 2",
+        .where = "ops.yaml:1820 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_roll_1379,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24664,10 +24658,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1821 sample 3",
+        .where = "ops.yaml:1820 sample 4",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1380,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24675,11 +24668,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "roll",
-        .where = "ops.yaml:1821 sample 4",
+        .op = "tril",
+        .where = "ops.yaml:1844 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1381,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1383,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24687,9 +24680,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1845 sample 0",
+        .where = "ops.yaml:1844 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1384,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24698,9 +24691,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1845 sample 1",
+        .where = "ops.yaml:1844 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_tril_1385,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24709,10 +24703,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1845 sample 2",
+        .where = "ops.yaml:1844 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1386,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24721,9 +24714,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1845 sample 3",
+        .where = "ops.yaml:1844 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1387,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24731,11 +24724,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "tril",
-        .where = "ops.yaml:1845 sample 4",
+        .op = "triu",
+        .where = "ops.yaml:1860 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1388,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1389,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24743,9 +24736,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1861 sample 0",
+        .where = "ops.yaml:1860 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1390,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24754,9 +24747,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1861 sample 1",
+        .where = "ops.yaml:1860 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_triu_1391,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24765,10 +24759,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1861 sample 2",
+        .where = "ops.yaml:1860 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1392,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24777,9 +24770,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1861 sample 3",
+        .where = "ops.yaml:1860 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1393,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24787,19 +24780,19 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "triu",
-        .where = "ops.yaml:1861 sample 4",
+        .op = "pad",
+        .where = "ops.yaml:1874 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1394,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1395,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1875 sample 0",
+        .where = "ops.yaml:1874 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1396,
@@ -24810,9 +24803,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1875 sample 1",
+        .where = "ops.yaml:1874 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_pad_1397,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24821,10 +24815,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1875 sample 2",
+        .where = "ops.yaml:1874 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1398,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24833,9 +24826,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1875 sample 3",
+        .where = "ops.yaml:1874 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1399,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24844,9 +24837,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1875 sample 4",
+        .where = "ops.yaml:1874 sample 5",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1400,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24855,9 +24848,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1875 sample 5",
+        .where = "ops.yaml:1874 sample 6",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1401,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24866,9 +24859,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1875 sample 6",
+        .where = "ops.yaml:1874 sample 7",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_pad_1402,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24876,48 +24873,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "pad",
-        .where = "ops.yaml:1875 sample 7",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .call = call_pad_1403,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "cat",
-        .where = "ops.yaml:1895 sample 0",
+        .where = "ops.yaml:1894 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1405,
+        .call = call_cat_1404,
         .call_inplace = NULL,
-        .call_out = out_cat_1406,
+        .call_out = out_cat_1405,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1895 sample 1",
+        .where = "ops.yaml:1894 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1407,
+        .call = call_cat_1406,
         .call_inplace = NULL,
-        .call_out = out_cat_1408,
+        .call_out = out_cat_1407,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1895 sample 2",
+        .where = "ops.yaml:1894 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -24925,43 +24907,56 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1409,
+        .call = call_cat_1408,
         .call_inplace = NULL,
-        .call_out = out_cat_1410,
+        .call_out = out_cat_1409,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1895 sample 3",
+        .where = "ops.yaml:1894 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1411,
+        .call = call_cat_1410,
         .call_inplace = NULL,
-        .call_out = out_cat_1412,
+        .call_out = out_cat_1411,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1895 sample 4",
+        .where = "ops.yaml:1894 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = call_cat_1413,
+        .call = call_cat_1412,
         .call_inplace = NULL,
-        .call_out = out_cat_1414,
+        .call_out = out_cat_1413,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1916 sample 0",
+        .where = "ops.yaml:1915 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1414,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1915 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1415,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24970,11 +24965,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1916 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1915 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1416,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24983,14 +24981,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1916 sample 2",
+        .where = "ops.yaml:1915 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "tensors",
-                      .dim = 2,
-                      .sizes = {3, 2},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1417,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24999,10 +24993,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1916 sample 3",
+        .where = "ops.yaml:1915 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1418,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25010,23 +25004,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "stack",
-        .where = "ops.yaml:1916 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1419,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "split.Tensor",
-        .where = "ops.yaml:1930 sample 0",
+        .where = "ops.yaml:1929 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1420,
+        .call = call_split_1419,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25034,10 +25016,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1930 sample 1",
+        .where = "ops.yaml:1929 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1422,
+        .call = call_split_1421,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25045,11 +25027,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1930 sample 2",
+        .where = "ops.yaml:1929 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_1424,
+        .call = call_split_1423,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25057,10 +25039,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1930 sample 3",
+        .where = "ops.yaml:1929 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1426,
+        .call = call_split_1425,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25068,10 +25050,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1943 sample 0",
+        .where = "ops.yaml:1942 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1428,
+        .call = call_split_with_sizes_1427,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25079,10 +25061,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1943 sample 1",
+        .where = "ops.yaml:1942 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1430,
+        .call = call_split_with_sizes_1429,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25090,11 +25072,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1943 sample 2",
+        .where = "ops.yaml:1942 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_with_sizes_1432,
+        .call = call_split_with_sizes_1431,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25102,10 +25084,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1943 sample 3",
+        .where = "ops.yaml:1942 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1434,
+        .call = call_split_with_sizes_1433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25113,10 +25095,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1956 sample 0",
+        .where = "ops.yaml:1955 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1436,
+        .call = call_chunk_1435,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25124,10 +25106,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1956 sample 1",
+        .where = "ops.yaml:1955 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1438,
+        .call = call_chunk_1437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25135,11 +25117,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1956 sample 2",
+        .where = "ops.yaml:1955 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_chunk_1440,
+        .call = call_chunk_1439,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25147,10 +25129,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1956 sample 3",
+        .where = "ops.yaml:1955 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1442,
+        .call = call_chunk_1441,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25158,10 +25140,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1969 sample 0",
+        .where = "ops.yaml:1968 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1444,
+        .call = call_unbind_1443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25169,10 +25151,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1969 sample 1",
+        .where = "ops.yaml:1968 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1446,
+        .call = call_unbind_1445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25180,11 +25162,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1969 sample 2",
+        .where = "ops.yaml:1968 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unbind_1448,
+        .call = call_unbind_1447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25192,10 +25174,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1969 sample 3",
+        .where = "ops.yaml:1968 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1450,
+        .call = call_unbind_1449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25203,410 +25185,410 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1986 sample 0",
+        .where = "ops.yaml:1985 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1452,
+        .call = call_index_select_1451,
         .call_inplace = NULL,
-        .call_out = out_index_select_1453,
+        .call_out = out_index_select_1452,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1986 sample 1",
+        .where = "ops.yaml:1985 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1454,
+        .call = call_index_select_1453,
         .call_inplace = NULL,
-        .call_out = out_index_select_1455,
+        .call_out = out_index_select_1454,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1986 sample 2",
+        .where = "ops.yaml:1985 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_1456,
+        .call = call_index_select_1455,
         .call_inplace = NULL,
-        .call_out = out_index_select_1457,
+        .call_out = out_index_select_1456,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1986 sample 3",
+        .where = "ops.yaml:1985 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_1458,
+        .call = call_index_select_1457,
         .call_inplace = NULL,
-        .call_out = out_index_select_1459,
+        .call_out = out_index_select_1458,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1986 sample 4",
+        .where = "ops.yaml:1985 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_1460,
+        .call = call_index_select_1459,
         .call_inplace = NULL,
-        .call_out = out_index_select_1461,
+        .call_out = out_index_select_1460,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1986 sample 5",
+        .where = "ops.yaml:1985 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_1462,
+        .call = call_index_select_1461,
         .call_inplace = NULL,
-        .call_out = out_index_select_1463,
+        .call_out = out_index_select_1462,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2010 sample 0",
+        .where = "ops.yaml:2009 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1466,
+        .call = call_index_add_1465,
         .call_inplace = NULL,
-        .call_out = out_index_add_1467,
+        .call_out = out_index_add_1466,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2010 sample 1",
+        .where = "ops.yaml:2009 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1468,
+        .call = call_index_add_1467,
         .call_inplace = NULL,
-        .call_out = out_index_add_1469,
+        .call_out = out_index_add_1468,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2010 sample 2",
+        .where = "ops.yaml:2009 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_1470,
+        .call = call_index_add_1469,
         .call_inplace = NULL,
-        .call_out = out_index_add_1471,
+        .call_out = out_index_add_1470,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2010 sample 3",
+        .where = "ops.yaml:2009 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1472,
+        .call = call_index_add_1471,
         .call_inplace = NULL,
-        .call_out = out_index_add_1473,
+        .call_out = out_index_add_1472,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2010 sample 4",
+        .where = "ops.yaml:2009 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1474,
+        .call = call_index_add_1473,
         .call_inplace = NULL,
-        .call_out = out_index_add_1475,
+        .call_out = out_index_add_1474,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2025 sample 0",
+        .where = "ops.yaml:2024 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1478,
+        .call = call_index_copy_1477,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1479,
+        .call_out = out_index_copy_1478,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2025 sample 1",
+        .where = "ops.yaml:2024 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1480,
+        .call = call_index_copy_1479,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1481,
+        .call_out = out_index_copy_1480,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2025 sample 2",
+        .where = "ops.yaml:2024 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1482,
+        .call = call_index_copy_1481,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1483,
+        .call_out = out_index_copy_1482,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2038 sample 0",
+        .where = "ops.yaml:2037 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1486,
+        .call = call_gather_1485,
         .call_inplace = NULL,
-        .call_out = out_gather_1487,
+        .call_out = out_gather_1486,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2038 sample 1",
+        .where = "ops.yaml:2037 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_1488,
+        .call = call_gather_1487,
         .call_inplace = NULL,
-        .call_out = out_gather_1489,
+        .call_out = out_gather_1488,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2038 sample 2",
+        .where = "ops.yaml:2037 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1490,
+        .call = call_gather_1489,
         .call_inplace = NULL,
-        .call_out = out_gather_1491,
+        .call_out = out_gather_1490,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2038 sample 3",
+        .where = "ops.yaml:2037 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_1492,
+        .call = call_gather_1491,
         .call_inplace = NULL,
-        .call_out = out_gather_1493,
+        .call_out = out_gather_1492,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2038 sample 4",
+        .where = "ops.yaml:2037 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_1494,
+        .call = call_gather_1493,
         .call_inplace = NULL,
-        .call_out = out_gather_1495,
+        .call_out = out_gather_1494,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2061 sample 0",
+        .where = "ops.yaml:2060 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1498,
+        .call = call_scatter_1497,
         .call_inplace = NULL,
-        .call_out = out_scatter_1499,
+        .call_out = out_scatter_1498,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2061 sample 1",
+        .where = "ops.yaml:2060 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1500,
+        .call = call_scatter_1499,
         .call_inplace = NULL,
-        .call_out = out_scatter_1501,
+        .call_out = out_scatter_1500,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2061 sample 2",
+        .where = "ops.yaml:2060 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1502,
+        .call = call_scatter_1501,
         .call_inplace = NULL,
-        .call_out = out_scatter_1503,
+        .call_out = out_scatter_1502,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2061 sample 3",
+        .where = "ops.yaml:2060 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1504,
+        .call = call_scatter_1503,
         .call_inplace = NULL,
-        .call_out = out_scatter_1505,
+        .call_out = out_scatter_1504,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2082 sample 0",
+        .where = "ops.yaml:2081 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_1508,
+        .call = call_scatter_value_1507,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1509,
+        .call_out = out_scatter_value_1508,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2082 sample 1",
+        .where = "ops.yaml:2081 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_1510,
+        .call = call_scatter_value_1509,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1511,
+        .call_out = out_scatter_value_1510,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2082 sample 2",
+        .where = "ops.yaml:2081 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_1512,
+        .call = call_scatter_value_1511,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1513,
+        .call_out = out_scatter_value_1512,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2095 sample 0",
+        .where = "ops.yaml:2094 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1516,
+        .call = call_scatter_add_1515,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1517,
+        .call_out = out_scatter_add_1516,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2095 sample 1",
+        .where = "ops.yaml:2094 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1518,
+        .call = call_scatter_add_1517,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1519,
+        .call_out = out_scatter_add_1518,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2095 sample 2",
+        .where = "ops.yaml:2094 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_1520,
+        .call = call_scatter_add_1519,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1521,
+        .call_out = out_scatter_add_1520,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2095 sample 3",
+        .where = "ops.yaml:2094 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1522,
+        .call = call_scatter_add_1521,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1523,
+        .call_out = out_scatter_add_1522,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2095 sample 4",
+        .where = "ops.yaml:2094 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1524,
+        .call = call_scatter_add_1523,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1525,
+        .call_out = out_scatter_add_1524,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2114 sample 0",
+        .where = "ops.yaml:2113 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1528,
+        .call = call_embedding_1527,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25614,7 +25596,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2114 sample 1",
+        .where = "ops.yaml:2113 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25624,6 +25606,18 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
+        .call = call_embedding_1528,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:2113 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
         .call = call_embedding_1529,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25632,10 +25626,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2114 sample 2",
+        .where = "ops.yaml:2113 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
         .call = call_embedding_1530,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25643,12 +25637,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "embedding",
-        .where = "ops.yaml:2114 sample 3",
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:2127 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1531,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_dense_backward_1534,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25656,11 +25651,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2128 sample 0",
+        .where = "ops.yaml:2127 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
         .call = call_embedding_dense_backward_1535,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25668,22 +25662,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "embedding_dense_backward",
-        .where = "ops.yaml:2128 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_1536,
+        .op = "one_hot",
+        .where = "ops.yaml:2154 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_one_hot_1537,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2155 sample 0",
+        .where = "ops.yaml:2154 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_1538,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25692,9 +25685,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2155 sample 1",
+        .where = "ops.yaml:2154 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_one_hot_1539,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25703,9 +25696,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2155 sample 2",
+        .where = "ops.yaml:2154 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_1540,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25713,11 +25706,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "one_hot",
-        .where = "ops.yaml:2155 sample 3",
+        .op = "nonzero",
+        .where = "ops.yaml:2166 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1541,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1542,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25725,9 +25718,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2167 sample 0",
+        .where = "ops.yaml:2166 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
         .call = call_nonzero_1543,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25736,10 +25730,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2167 sample 1",
+        .where = "ops.yaml:2166 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_nonzero_1544,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25748,9 +25741,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2167 sample 2",
+        .where = "ops.yaml:2166 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_1545,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25758,11 +25751,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "nonzero",
-        .where = "ops.yaml:2167 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1546,
+        .op = "masked_select",
+        .where = "ops.yaml:2179 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1546,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25770,10 +25764,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2180 sample 0",
+        .where = "ops.yaml:2179 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1547,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25782,10 +25776,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2180 sample 1",
+        .where = "ops.yaml:2179 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1548,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25794,11 +25789,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2180 sample 2",
+        .where = "ops.yaml:2179 sample 3",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1549,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25807,10 +25801,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2180 sample 3",
+        .where = "ops.yaml:2179 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1550,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25818,12 +25812,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "masked_select",
-        .where = "ops.yaml:2180 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1551,
+        .op = "argsort",
+        .where = "ops.yaml:2194 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1553,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25831,9 +25824,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2195 sample 0",
+        .where = "ops.yaml:2194 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1554,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25842,9 +25835,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2195 sample 1",
+        .where = "ops.yaml:2194 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_argsort_1555,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25853,10 +25847,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2195 sample 2",
+        .where = "ops.yaml:2194 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1556,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25865,9 +25858,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2195 sample 3",
+        .where = "ops.yaml:2194 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1557,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25875,11 +25868,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argsort",
-        .where = "ops.yaml:2195 sample 4",
+        .op = "argsort.stable",
+        .where = "ops.yaml:2210 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1558,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_stable_1558,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25887,9 +25880,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2211 sample 0",
+        .where = "ops.yaml:2210 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_argsort_stable_1559,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25897,20 +25891,8 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argsort.stable",
-        .where = "ops.yaml:2211 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_stable_1560,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "index.Tensor",
-        .where = "ops.yaml:2222 sample 0",
+        .where = "ops.yaml:2221 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25918,6 +25900,23 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {5},
                       .dtype = YT_DTYPE_I64,
                       .high = 4,
+                      .optional = true},
+        .call = call_index_1560,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:2221 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
                       .optional = true},
         .call = call_index_1561,
         .call_inplace = NULL,
@@ -25927,24 +25926,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2222 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "indices",
-                      .dim = 2,
-                      .sizes = {2, 2},
-                      .dtype = YT_DTYPE_I64,
-                      .high = 3,
-                      .optional = true},
-        .call = call_index_1562,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "index.Tensor",
-        .where = "ops.yaml:2222 sample 2",
+        .where = "ops.yaml:2221 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25959,7 +25941,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 2,
                       .optional = true},
-        .call = call_index_1563,
+        .call = call_index_1562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25967,7 +25949,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2222 sample 3",
+        .where = "ops.yaml:2221 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25976,6 +25958,19 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
+        .call = call_index_1563,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:2221 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
         .call = call_index_1564,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25984,20 +25979,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2222 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
-        .call = call_index_1565,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "index.Tensor",
-        .where = "ops.yaml:2222 sample 5",
+        .where = "ops.yaml:2221 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26006,7 +25988,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1566,
+        .call = call_index_1565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26014,7 +25996,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2237 sample 0",
+        .where = "ops.yaml:2236 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26024,7 +26006,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 4,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1567,
+        .call = call_index_put_1566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26032,7 +26014,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2237 sample 1",
+        .where = "ops.yaml:2236 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26042,7 +26024,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1568,
+        .call = call_index_put_1567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26050,7 +26032,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2237 sample 2",
+        .where = "ops.yaml:2236 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26066,7 +26048,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1569,
+        .call = call_index_put_1568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26074,7 +26056,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2237 sample 3",
+        .where = "ops.yaml:2236 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26084,7 +26066,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1570,
+        .call = call_index_put_1569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26092,7 +26074,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2237 sample 4",
+        .where = "ops.yaml:2236 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26102,7 +26084,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1571,
+        .call = call_index_put_1570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26110,10 +26092,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 0 result values",
+        .where = "ops.yaml:2251 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1572,
+        .call = call_sort_values_1571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26121,10 +26103,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 0 result indices",
+        .where = "ops.yaml:2251 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1573,
+        .call = call_sort_indices_1572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26132,10 +26114,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 1 result values",
+        .where = "ops.yaml:2251 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1574,
+        .call = call_sort_values_1573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26143,10 +26125,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 1 result indices",
+        .where = "ops.yaml:2251 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1575,
+        .call = call_sort_indices_1574,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26154,11 +26136,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 2 result values",
+        .where = "ops.yaml:2251 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_values_1576,
+        .call = call_sort_values_1575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26166,11 +26148,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 2 result indices",
+        .where = "ops.yaml:2251 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_indices_1577,
+        .call = call_sort_indices_1576,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26178,10 +26160,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 3 result values",
+        .where = "ops.yaml:2251 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1578,
+        .call = call_sort_values_1577,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26189,10 +26171,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 3 result indices",
+        .where = "ops.yaml:2251 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1579,
+        .call = call_sort_indices_1578,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26200,10 +26182,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 4 result values",
+        .where = "ops.yaml:2251 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1580,
+        .call = call_sort_values_1579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26211,10 +26193,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2252 sample 4 result indices",
+        .where = "ops.yaml:2251 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1581,
+        .call = call_sort_indices_1580,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26222,10 +26204,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2268 sample 0 result values",
+        .where = "ops.yaml:2267 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_values_1582,
+        .call = call_sort_stable_values_1581,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26233,10 +26215,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2268 sample 0 result indices",
+        .where = "ops.yaml:2267 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_indices_1583,
+        .call = call_sort_stable_indices_1582,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26244,11 +26226,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2268 sample 1 result values",
+        .where = "ops.yaml:2267 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_values_1584,
+        .call = call_sort_stable_values_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26256,11 +26238,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2268 sample 1 result indices",
+        .where = "ops.yaml:2267 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_indices_1585,
+        .call = call_sort_stable_indices_1584,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26268,10 +26250,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 0 result values",
+        .where = "ops.yaml:2281 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1586,
+        .call = call_topk_values_1585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26279,10 +26261,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 0 result indices",
+        .where = "ops.yaml:2281 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1587,
+        .call = call_topk_indices_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26290,10 +26272,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 1 result values",
+        .where = "ops.yaml:2281 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1588,
+        .call = call_topk_values_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26301,10 +26283,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 1 result indices",
+        .where = "ops.yaml:2281 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1589,
+        .call = call_topk_indices_1588,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26312,11 +26294,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 2 result values",
+        .where = "ops.yaml:2281 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_values_1590,
+        .call = call_topk_values_1589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26324,11 +26306,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 2 result indices",
+        .where = "ops.yaml:2281 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_indices_1591,
+        .call = call_topk_indices_1590,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26336,10 +26318,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 3 result values",
+        .where = "ops.yaml:2281 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1592,
+        .call = call_topk_values_1591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26347,10 +26329,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 3 result indices",
+        .where = "ops.yaml:2281 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1593,
+        .call = call_topk_indices_1592,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26358,10 +26340,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 4 result values",
+        .where = "ops.yaml:2281 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1594,
+        .call = call_topk_values_1593,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26369,10 +26351,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2282 sample 4 result indices",
+        .where = "ops.yaml:2281 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1595,
+        .call = call_topk_indices_1594,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26380,9 +26362,20 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2304 sample 0",
+        .where = "ops.yaml:2303 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1595,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2303 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1596,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26391,9 +26384,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2304 sample 1",
+        .where = "ops.yaml:2303 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_avg_pool2d_1597,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26402,13 +26399,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2304 sample 2",
+        .where = "ops.yaml:2303 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1598,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26416,11 +26409,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "avg_pool2d",
-        .where = "ops.yaml:2304 sample 3",
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2322 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1599,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1602,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26428,9 +26421,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2323 sample 0",
+        .where = "ops.yaml:2322 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1603,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26439,9 +26432,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2323 sample 1",
+        .where = "ops.yaml:2322 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_adaptive_avg_pool2d_1604,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26450,13 +26447,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2323 sample 2",
+        .where = "ops.yaml:2322 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1605,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26464,11 +26457,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2323 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1606,
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2337 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26476,11 +26471,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2338 sample 0",
+        .where = "ops.yaml:2337 sample 1",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_backward_1610,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26488,25 +26482,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2338 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1611,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2351 sample 0",
+        .where = "ops.yaml:2350 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_1613,
+        .call = call_adaptive_avg_pool2d_backward_1612,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26514,12 +26496,26 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2398 sample 0",
+        .where = "ops.yaml:2397 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1614,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2397 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv2d_1615,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26528,12 +26524,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2398 sample 1",
+        .where = "ops.yaml:2397 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv2d_1616,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26542,21 +26538,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2398 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1617,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "conv2d",
-        .where = "ops.yaml:2398 sample 3",
+        .where = "ops.yaml:2397 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -26570,6 +26552,20 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1617,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2397 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv2d_1618,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26578,12 +26574,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2398 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:2397 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_conv2d_1619,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26591,25 +26585,27 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "conv2d",
-        .where = "ops.yaml:2398 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_1620,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2420 sample 0",
+        .where = "ops.yaml:2419 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1624,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2419 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv2d_padding_1625,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26618,10 +26614,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2420 sample 1",
+        .where = "ops.yaml:2419 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv2d_padding_1626,
@@ -26631,14 +26627,14 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "conv2d.padding",
-        .where = "ops.yaml:2420 sample 2",
+        .op = "conv1d",
+        .where = "ops.yaml:2439 sample 0",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1627,
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1631,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26646,12 +26642,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2440 sample 0",
+        .where = "ops.yaml:2439 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv1d_1632,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26660,12 +26656,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2440 sample 1",
+        .where = "ops.yaml:2439 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv1d_1633,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26673,29 +26670,14 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "conv1d",
-        .where = "ops.yaml:2440 sample 2",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1634,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2459 sample 0",
+        .where = "ops.yaml:2458 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_1639,
+        .call = call_conv1d_padding_1638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26703,12 +26685,26 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2477 sample 0",
+        .where = "ops.yaml:2476 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1643,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2476 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv_transpose2d_1644,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26717,21 +26713,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2477 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1645,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2477 sample 2",
+        .where = "ops.yaml:2476 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26741,6 +26723,18 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1645,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2476 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .call = call_conv_transpose2d_1646,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26749,10 +26743,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2477 sample 3",
-        .n_inputs = 2,
+        .where = "ops.yaml:2476 sample 4",
+        .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_conv_transpose2d_1647,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26761,12 +26757,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2477 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:2476 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_conv_transpose2d_1648,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26774,24 +26768,25 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2477 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1649,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2496 sample 0",
+        .where = "ops.yaml:2495 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_1653,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:2495 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .call = call_conv2d_backward_input_1654,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26799,13 +26794,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "conv2d_backward_input",
-        .where = "ops.yaml:2496 sample 1",
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:2508 sample 0",
         .n_inputs = 2,
         .inputs[0] =
-            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1655,
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_1656,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26813,11 +26808,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2509 sample 0",
+        .where = "ops.yaml:2508 sample 1",
         .n_inputs = 2,
         .inputs[0] =
-            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .call = call_conv2d_backward_weight_1657,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26825,24 +26820,22 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2509 sample 1",
-        .n_inputs = 2,
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:2522 sample 0",
+        .n_inputs = 1,
         .inputs[0] =
-            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1658,
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_1659,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2523 sample 0",
+        .where = "ops.yaml:2522 sample 1",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_conv2d_backward_bias_1660,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26850,22 +26843,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2523 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1661,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2541 sample 0 result values",
+        .where = "ops.yaml:2540 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1664,
+        .call = call_max_pool2d_with_indices_values_1663,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26873,10 +26855,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2541 sample 0 result indices",
+        .where = "ops.yaml:2540 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1665,
+        .call = call_max_pool2d_with_indices_indices_1664,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26884,10 +26866,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2541 sample 1 result values",
+        .where = "ops.yaml:2540 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1666,
+        .call = call_max_pool2d_with_indices_values_1665,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26895,10 +26877,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2541 sample 1 result indices",
+        .where = "ops.yaml:2540 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1667,
+        .call = call_max_pool2d_with_indices_indices_1666,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26906,14 +26888,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2541 sample 2 result values",
+        .where = "ops.yaml:2540 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_values_1668,
+        .call = call_max_pool2d_with_indices_values_1667,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26921,14 +26903,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2541 sample 2 result indices",
+        .where = "ops.yaml:2540 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_indices_1669,
+        .call = call_max_pool2d_with_indices_indices_1668,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26936,10 +26918,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2541 sample 3 result values",
+        .where = "ops.yaml:2540 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1670,
+        .call = call_max_pool2d_with_indices_values_1669,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26947,10 +26929,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2541 sample 3 result indices",
+        .where = "ops.yaml:2540 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1671,
+        .call = call_max_pool2d_with_indices_indices_1670,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26958,9 +26940,20 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2559 sample 0",
+        .where = "ops.yaml:2558 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1674,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2558 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_1675,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26969,9 +26962,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2559 sample 1",
+        .where = "ops.yaml:2558 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_max_pool2d_1676,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26979,15 +26976,15 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "max_pool2d",
-        .where = "ops.yaml:2559 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .call = call_max_pool2d_1677,
+        .op = "layer_norm",
+        .where = "ops.yaml:2583 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1680,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26995,13 +26992,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2584 sample 0",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2583 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_layer_norm_1681,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27010,11 +27005,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2584 sample 1",
+        .where = "ops.yaml:2583 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_layer_norm_1682,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27023,12 +27019,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2584 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .where = "ops.yaml:2583 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_layer_norm_1683,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27037,13 +27034,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2584 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:2583 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_layer_norm_1684,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27051,11 +27044,15 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "layer_norm",
-        .where = "ops.yaml:2584 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_layer_norm_1685,
+        .op = "group_norm",
+        .where = "ops.yaml:2610 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1690,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27063,13 +27060,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2611 sample 0",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2610 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_group_norm_1691,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27078,11 +27073,15 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2611 sample 1",
+        .where = "ops.yaml:2610 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_group_norm_1692,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27091,14 +27090,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2611 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input",
-                      .dim = 3,
-                      .sizes = {2, 3, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .where = "ops.yaml:2610 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_group_norm_1693,
         .call_inplace = NULL,
@@ -27108,13 +27105,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2611 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:2610 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_group_norm_1694,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27122,11 +27115,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "group_norm",
-        .where = "ops.yaml:2611 sample 4",
-        .n_inputs = 1,
+        .op = "rms_norm",
+        .where = "ops.yaml:2634 sample 0",
+        .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_group_norm_1695,
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1702,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27134,11 +27129,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2635 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:2634 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rms_norm_1703,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27147,9 +27140,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2635 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2634 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_rms_norm_1704,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27158,12 +27154,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2635 sample 2",
+        .where = "ops.yaml:2634 sample 3",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_rms_norm_1705,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27171,28 +27166,15 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "rms_norm",
-        .where = "ops.yaml:2635 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1706,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "batch_norm",
-        .where = "ops.yaml:2669 sample 0",
+        .where = "ops.yaml:2668 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1711,
+        .call = call_batch_norm_1710,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27200,7 +27182,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2669 sample 1",
+        .where = "ops.yaml:2668 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27215,7 +27197,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1712,
+        .call = call_batch_norm_1711,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27223,7 +27205,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2669 sample 2",
+        .where = "ops.yaml:2668 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27244,7 +27226,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1713,
+        .call = call_batch_norm_1712,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27252,7 +27234,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2669 sample 3",
+        .where = "ops.yaml:2668 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27269,7 +27251,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1714,
+        .call = call_batch_norm_1713,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27277,7 +27259,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2669 sample 4",
+        .where = "ops.yaml:2668 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27298,7 +27280,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1715,
+        .call = call_batch_norm_1714,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27306,7 +27288,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2669 sample 5",
+        .where = "ops.yaml:2668 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27323,7 +27305,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1716,
+        .call = call_batch_norm_1715,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27331,14 +27313,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2702 sample 0",
+        .where = "ops.yaml:2701 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1729,
+        .call = call_row_norm_1728,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27346,12 +27328,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2702 sample 1",
+        .where = "ops.yaml:2701 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1730,
+        .call = call_row_norm_1729,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27359,14 +27341,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2733 sample 0",
+        .where = "ops.yaml:2732 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1739,
+        .call = call_batch_norm_training_1738,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27374,7 +27356,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2733 sample 1",
+        .where = "ops.yaml:2732 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27389,7 +27371,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_training_1740,
+        .call = call_batch_norm_training_1739,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27397,9 +27379,20 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2902 sample 0",
+        .where = "ops.yaml:2901 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1766,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2901 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1767,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27408,9 +27401,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2902 sample 1",
+        .where = "ops.yaml:2901 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_softmax_1768,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27419,10 +27413,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2902 sample 2",
+        .where = "ops.yaml:2901 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1769,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27431,9 +27424,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2902 sample 3",
+        .where = "ops.yaml:2901 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1770,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27442,32 +27435,32 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2902 sample 4",
+        .where = "ops.yaml:2901 sample 5",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_softmax_1771,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2902 sample 5",
+        .where = "ops.yaml:2901 sample 6",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .call = call_softmax_1772,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:2902 sample 6",
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2921 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_softmax_1773,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1775,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27475,9 +27468,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2922 sample 0",
+        .where = "ops.yaml:2921 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1776,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27486,9 +27479,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2922 sample 1",
+        .where = "ops.yaml:2921 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_log_softmax_1777,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27497,10 +27491,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2922 sample 2",
+        .where = "ops.yaml:2921 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1778,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27509,9 +27502,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2922 sample 3",
+        .where = "ops.yaml:2921 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1779,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27520,32 +27513,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2922 sample 4",
+        .where = "ops.yaml:2921 sample 5",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_log_softmax_1780,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2922 sample 5",
+        .where = "ops.yaml:2921 sample 6",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .call = call_log_softmax_1781,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2922 sample 6",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_log_softmax_1782,
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2941 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1784,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27553,10 +27547,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2942 sample 0",
+        .where = "ops.yaml:2941 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_backward_data_1785,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27565,19 +27559,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2942 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1786,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax_backward_data",
-        .where = "ops.yaml:2942 sample 2",
+        .where = "ops.yaml:2941 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27585,7 +27567,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1787,
+        .call = call_softmax_backward_data_1786,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27593,10 +27575,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2959 sample 0",
+        .where = "ops.yaml:2958 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1790,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2958 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_backward_data_1791,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27605,19 +27599,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2959 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1792,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2959 sample 2",
+        .where = "ops.yaml:2958 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27625,7 +27607,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1793,
+        .call = call_log_softmax_backward_data_1792,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27633,9 +27615,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2998 sample 0",
+        .where = "ops.yaml:2997 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1796,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2997 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_dropout_1797,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27644,10 +27638,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2998 sample 1",
+        .where = "ops.yaml:2997 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1798,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27656,9 +27649,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2998 sample 2",
+        .where = "ops.yaml:2997 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1799,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27667,9 +27660,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2998 sample 3",
+        .where = "ops.yaml:2997 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1800,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27677,11 +27670,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "dropout",
-        .where = "ops.yaml:2998 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1801,
+        .op = "mse_loss",
+        .where = "ops.yaml:3011 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1802,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27689,9 +27683,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3012 sample 0",
+        .where = "ops.yaml:3011 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1803,
         .call_inplace = NULL,
@@ -27701,11 +27696,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3012 sample 1",
+        .where = "ops.yaml:3011 sample 2",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1804,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27714,10 +27708,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3012 sample 2",
+        .where = "ops.yaml:3011 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1805,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27726,10 +27720,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3012 sample 3",
+        .where = "ops.yaml:3011 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1806,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27737,12 +27731,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mse_loss",
-        .where = "ops.yaml:3012 sample 4",
+        .op = "l1_loss",
+        .where = "ops.yaml:3026 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1807,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1809,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27750,9 +27744,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3027 sample 0",
+        .where = "ops.yaml:3026 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1810,
         .call_inplace = NULL,
@@ -27762,11 +27757,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3027 sample 1",
+        .where = "ops.yaml:3026 sample 2",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1811,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27775,10 +27769,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3027 sample 2",
+        .where = "ops.yaml:3026 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1812,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27787,10 +27781,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3027 sample 3",
+        .where = "ops.yaml:3026 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1813,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27798,12 +27792,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:3027 sample 4",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3041 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1814,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1816,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27811,9 +27805,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3042 sample 0",
+        .where = "ops.yaml:3041 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1817,
         .call_inplace = NULL,
@@ -27823,10 +27818,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3042 sample 1",
+        .where = "ops.yaml:3041 sample 2",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1818,
         .call_inplace = NULL,
@@ -27836,10 +27830,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3042 sample 2",
+        .where = "ops.yaml:3041 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1819,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27848,10 +27842,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3042 sample 3",
+        .where = "ops.yaml:3041 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1820,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27860,10 +27854,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3042 sample 4",
+        .where = "ops.yaml:3041 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1821,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27871,12 +27865,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3042 sample 5",
+        .op = "huber_loss",
+        .where = "ops.yaml:3057 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1822,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1824,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27884,9 +27878,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3058 sample 0",
+        .where = "ops.yaml:3057 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1825,
         .call_inplace = NULL,
@@ -27896,11 +27891,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3058 sample 1",
+        .where = "ops.yaml:3057 sample 2",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1826,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27909,10 +27903,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3058 sample 2",
+        .where = "ops.yaml:3057 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1827,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27921,10 +27915,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3058 sample 3",
+        .where = "ops.yaml:3057 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1828,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27932,22 +27926,23 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3058 sample 4",
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3074 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1829,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_elementwise_1831,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
+        .differentiable = true,
+        .domain = "unit",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3075 sample 0",
+        .where = "ops.yaml:3074 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_elementwise_1832,
         .call_inplace = NULL,
@@ -27957,11 +27952,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3075 sample 1",
+        .where = "ops.yaml:3074 sample 2",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_elementwise_1833,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27970,10 +27964,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3075 sample 2",
+        .where = "ops.yaml:3074 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_elementwise_1834,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27981,22 +27975,23 @@ const yt_op_case yt_op_cases[] = {
         .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3075 sample 3",
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3089 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1835,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1837,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "unit",
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3090 sample 0",
+        .where = "ops.yaml:3089 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1838,
         .call_inplace = NULL,
@@ -28006,20 +28001,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3090 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1839,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "unit",
-    },
-    {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3090 sample 2",
+        .where = "ops.yaml:3089 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28029,6 +28011,18 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
+        .call = call_binary_cross_entropy_1839,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3089 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1840,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28037,10 +28031,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3090 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3089 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_binary_cross_entropy_1841,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28049,13 +28049,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3090 sample 4",
+        .where = "ops.yaml:3089 sample 5",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
-                      .sizes = {3},
+                      .sizes = {0},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -28066,30 +28066,12 @@ const yt_op_case yt_op_cases[] = {
         .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3090 sample 5",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {0},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_binary_cross_entropy_1843,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "unit",
-    },
-    {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3106 sample 0",
+        .where = "ops.yaml:3105 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1847,
+        .call = call_binary_cross_entropy_with_logits_1846,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28097,7 +28079,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3106 sample 1",
+        .where = "ops.yaml:3105 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28108,7 +28090,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1848,
+        .call = call_binary_cross_entropy_with_logits_1847,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28116,7 +28098,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3106 sample 2",
+        .where = "ops.yaml:3105 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28132,6 +28114,24 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
+        .call = call_binary_cross_entropy_with_logits_1848,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:3105 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "pos_weight",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_binary_cross_entropy_with_logits_1849,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28140,10 +28140,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3106 sample 3",
+        .where = "ops.yaml:3105 sample 4",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "pos_weight",
                       .dim = 1,
                       .sizes = {4},
@@ -28158,16 +28158,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3106 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "pos_weight",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .where = "ops.yaml:3105 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_with_logits_1851,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28175,23 +28169,29 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3106 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1852,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "nll_loss",
-        .where = "ops.yaml:3129 sample 0",
+        .where = "ops.yaml:3128 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1856,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:3128 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_nll_loss_1857,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28200,10 +28200,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3129 sample 1",
+        .where = "ops.yaml:3128 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
                       .sizes = {6},
@@ -28218,16 +28218,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3129 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .where = "ops.yaml:3128 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_nll_loss_1859,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28236,20 +28231,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3129 sample 3",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1860,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:3129 sample 4",
+        .where = "ops.yaml:3128 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28259,7 +28241,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1861,
+        .call = call_nll_loss_1860,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28267,11 +28249,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3129 sample 5",
+        .where = "ops.yaml:3128 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1862,
+        .call = call_nll_loss_1861,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28279,10 +28261,28 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 0",
+        .where = "ops.yaml:3151 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1867,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3151 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1868,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28291,7 +28291,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 1",
+        .where = "ops.yaml:3151 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28309,10 +28309,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 2",
+        .where = "ops.yaml:3151 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
                       .sizes = {6},
@@ -28327,16 +28327,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .where = "ops.yaml:3151 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1871,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28345,11 +28340,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 4",
+        .where = "ops.yaml:3151 sample 5",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1872,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28358,19 +28352,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1873,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 6",
+        .where = "ops.yaml:3151 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28380,6 +28362,18 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
+        .call = call_cross_entropy_loss_1873,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3151 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1874,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28388,10 +28382,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 7",
-        .n_inputs = 2,
+        .where = "ops.yaml:3151 sample 8",
+        .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1875,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28400,10 +28396,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 8",
+        .where = "ops.yaml:3151 sample 9",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1876,
@@ -28414,12 +28410,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 9",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3151 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1877,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28428,11 +28423,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 10",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3151 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1878,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28440,25 +28436,29 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3152 sample 11",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1879,
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3177 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1884,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = "positive",
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3178 sample 0",
-        .n_inputs = 2,
+        .where = "ops.yaml:3177 sample 1",
+        .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_index_1885,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28467,16 +28467,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3178 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3177 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
         .call = call_cross_entropy_index_1886,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28485,20 +28480,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3178 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1887,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3178 sample 3",
+        .where = "ops.yaml:3177 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28508,6 +28490,18 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
+        .call = call_cross_entropy_index_1887,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3177 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1888,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28516,10 +28510,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3178 sample 4",
+        .where = "ops.yaml:3177 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1889,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28528,10 +28522,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3178 sample 5",
+        .where = "ops.yaml:3177 sample 6",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1890,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28539,25 +28533,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3178 sample 6",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1891,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3217 sample 0",
+        .where = "ops.yaml:3216 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1895,
+        .call = call_scaled_dot_product_attention_1894,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28565,7 +28547,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3217 sample 1",
+        .where = "ops.yaml:3216 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -28575,7 +28557,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1896,
+        .call = call_scaled_dot_product_attention_1895,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28583,7 +28565,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3217 sample 2",
+        .where = "ops.yaml:3216 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -28593,6 +28575,19 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
+        .call = call_scaled_dot_product_attention_1896,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3216 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1897,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28601,11 +28596,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3217 sample 3",
+        .where = "ops.yaml:3216 sample 4",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1898,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28614,16 +28614,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3217 sample 4",
+        .where = "ops.yaml:3216 sample 5",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
-            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1899,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28632,11 +28627,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3217 sample 5",
+        .where = "ops.yaml:3216 sample 6",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1900,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28644,26 +28639,13 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3217 sample 6",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1901,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3245 sample 0 result output",
+        .where = "ops.yaml:3244 sample 0 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1908,
+        .call = call_scaled_dot_product_attention_math_output_1907,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28671,12 +28653,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3245 sample 0 result attn",
+        .where = "ops.yaml:3244 sample 0 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1909,
+        .call = call_scaled_dot_product_attention_math_attn_1908,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28684,7 +28666,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3245 sample 1 result output",
+        .where = "ops.yaml:3244 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28694,7 +28676,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1910,
+        .call = call_scaled_dot_product_attention_math_output_1909,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28702,7 +28684,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3245 sample 1 result attn",
+        .where = "ops.yaml:3244 sample 1 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28712,7 +28694,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1911,
+        .call = call_scaled_dot_product_attention_math_attn_1910,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28720,12 +28702,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3245 sample 2 result output",
+        .where = "ops.yaml:3244 sample 2 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1912,
+        .call = call_scaled_dot_product_attention_math_output_1911,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28733,12 +28715,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3245 sample 2 result attn",
+        .where = "ops.yaml:3244 sample 2 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1913,
+        .call = call_scaled_dot_product_attention_math_attn_1912,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28746,12 +28728,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3245 sample 3 result output",
+        .where = "ops.yaml:3244 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1914,
+        .call = call_scaled_dot_product_attention_math_output_1913,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28759,12 +28741,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3245 sample 3 result attn",
+        .where = "ops.yaml:3244 sample 3 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1915,
+        .call = call_scaled_dot_product_attention_math_attn_1914,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28772,7 +28754,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3275 sample 0",
+        .where = "ops.yaml:3274 sample 0",
+        .n_inputs = 0,
+        .call = call_empty_1922,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:3274 sample 1",
         .n_inputs = 0,
         .call = call_empty_1923,
         .call_inplace = NULL,
@@ -28782,7 +28774,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3275 sample 1",
+        .where = "ops.yaml:3274 sample 2",
         .n_inputs = 0,
         .call = call_empty_1924,
         .call_inplace = NULL,
@@ -28791,20 +28783,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty",
-        .where = "ops.yaml:3275 sample 2",
-        .n_inputs = 0,
-        .call = call_empty_1925,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "zeros",
-        .where = "ops.yaml:3282 sample 0",
+        .where = "ops.yaml:3281 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1926,
+        .call = call_zeros_1925,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28812,9 +28794,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3290 sample 0",
+        .where = "ops.yaml:3289 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1927,
+        .call = call_ones_1926,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28822,7 +28804,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3305 sample 0",
+        .where = "ops.yaml:3304 sample 0",
+        .n_inputs = 0,
+        .call = call_full_1927,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:3304 sample 1",
         .n_inputs = 0,
         .call = call_full_1928,
         .call_inplace = NULL,
@@ -28832,7 +28824,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3305 sample 1",
+        .where = "ops.yaml:3304 sample 2",
         .n_inputs = 0,
         .call = call_full_1929,
         .call_inplace = NULL,
@@ -28841,10 +28833,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "full",
-        .where = "ops.yaml:3305 sample 2",
-        .n_inputs = 0,
-        .call = call_full_1930,
+        .op = "empty_like",
+        .where = "ops.yaml:3315 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1930,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28852,9 +28845,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3316 sample 0",
+        .where = "ops.yaml:3315 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_empty_like_1931,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28863,10 +28857,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3316 sample 1",
+        .where = "ops.yaml:3315 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1932,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28874,11 +28867,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty_like",
-        .where = "ops.yaml:3316 sample 2",
+        .op = "ones_like",
+        .where = "ops.yaml:3335 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1933,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1933,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28886,9 +28879,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3336 sample 0",
+        .where = "ops.yaml:3335 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_ones_like_1934,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28897,10 +28891,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3336 sample 1",
+        .where = "ops.yaml:3335 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1935,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28909,9 +28902,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3336 sample 2",
+        .where = "ops.yaml:3335 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1936,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28919,11 +28912,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3336 sample 3",
+        .op = "full_like",
+        .where = "ops.yaml:3347 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1937,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1937,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28931,9 +28924,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3348 sample 0",
+        .where = "ops.yaml:3347 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_full_like_1938,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28942,10 +28936,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3348 sample 1",
+        .where = "ops.yaml:3347 sample 2",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1939,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28953,21 +28946,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "full_like",
-        .where = "ops.yaml:3348 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1940,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "arange",
-        .where = "ops.yaml:3353 sample 0",
+        .where = "ops.yaml:3352 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1941,
+        .call = call_arange_1940,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28975,7 +28957,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3368 sample 0",
+        .where = "ops.yaml:3367 sample 0",
+        .n_inputs = 0,
+        .call = call_linspace_1941,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:3367 sample 1",
         .n_inputs = 0,
         .call = call_linspace_1942,
         .call_inplace = NULL,
@@ -28985,7 +28977,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3368 sample 1",
+        .where = "ops.yaml:3367 sample 2",
         .n_inputs = 0,
         .call = call_linspace_1943,
         .call_inplace = NULL,
@@ -28994,10 +28986,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "linspace",
-        .where = "ops.yaml:3368 sample 2",
+        .op = "eye",
+        .where = "ops.yaml:3379 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1944,
+        .call = call_eye_1944,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29005,7 +28997,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3380 sample 0",
+        .where = "ops.yaml:3379 sample 1",
         .n_inputs = 0,
         .call = call_eye_1945,
         .call_inplace = NULL,
@@ -29014,10 +29006,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "eye",
-        .where = "ops.yaml:3380 sample 1",
+        .op = "eye.m",
+        .where = "ops.yaml:3390 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1946,
+        .call = call_eye_m_1946,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29025,7 +29017,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3391 sample 0",
+        .where = "ops.yaml:3390 sample 1",
         .n_inputs = 0,
         .call = call_eye_m_1947,
         .call_inplace = NULL,
@@ -29034,20 +29026,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "eye.m",
-        .where = "ops.yaml:3391 sample 1",
-        .n_inputs = 0,
-        .call = call_eye_m_1948,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "rand",
-        .where = "ops.yaml:3395 sample 0",
+        .where = "ops.yaml:3394 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1949,
+        .call = call_rand_1948,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29055,9 +29037,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3406 sample 0",
+        .where = "ops.yaml:3405 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1951,
+        .call = call_randn_1950,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29065,9 +29047,20 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3423 sample 0",
+        .where = "ops.yaml:3422 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_1952,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand_like",
+        .where = "ops.yaml:3422 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1953,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -29075,11 +29068,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "rand_like",
-        .where = "ops.yaml:3423 sample 1",
+        .op = "randn_like",
+        .where = "ops.yaml:3432 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1954,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1954,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29087,9 +29080,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3433 sample 0",
+        .where = "ops.yaml:3432 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1955,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -29097,11 +29090,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "randn_like",
-        .where = "ops.yaml:3433 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1956,
+        .op = "randint",
+        .where = "ops.yaml:3443 sample 0",
+        .n_inputs = 0,
+        .call = call_randint_1956,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29109,7 +29101,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3444 sample 0",
+        .where = "ops.yaml:3443 sample 1",
         .n_inputs = 0,
         .call = call_randint_1957,
         .call_inplace = NULL,
@@ -29118,20 +29110,10 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "randint",
-        .where = "ops.yaml:3444 sample 1",
-        .n_inputs = 0,
-        .call = call_randint_1958,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
         .op = "randint.low",
-        .where = "ops.yaml:3455 sample 0",
+        .where = "ops.yaml:3454 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1959,
+        .call = call_randint_low_1958,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29139,7 +29121,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3465 sample 0",
+        .where = "ops.yaml:3464 sample 0",
+        .n_inputs = 0,
+        .call = call_randperm_1959,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:3464 sample 1",
         .n_inputs = 0,
         .call = call_randperm_1960,
         .call_inplace = NULL,
@@ -29148,120 +29140,121 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "randperm",
-        .where = "ops.yaml:3465 sample 1",
-        .n_inputs = 0,
-        .call = call_randperm_1961,
-        .call_inplace = NULL,
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3481 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1961,
+        .call_inplace = inplace_bernoulli_p_1962,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3482 sample 0",
+        .where = "ops.yaml:3481 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1962,
-        .call_inplace = inplace_bernoulli_p_1963,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_bernoulli_p_1963,
+        .call_inplace = inplace_bernoulli_p_1964,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3482 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1964,
-        .call_inplace = inplace_bernoulli_p_1965,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3482 sample 2",
+        .where = "ops.yaml:3481 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1966,
-        .call_inplace = inplace_bernoulli_p_1967,
+        .call = call_bernoulli_p_1965,
+        .call_inplace = inplace_bernoulli_p_1966,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3493 sample 0",
+        .where = "ops.yaml:3492 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1968,
-        .call_inplace = inplace_normal_1969,
+        .call = call_normal_1967,
+        .call_inplace = inplace_normal_1968,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3493 sample 1",
+        .where = "ops.yaml:3492 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1970,
-        .call_inplace = inplace_normal_1971,
+        .call = call_normal_1969,
+        .call_inplace = inplace_normal_1970,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3493 sample 2",
+        .where = "ops.yaml:3492 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1972,
-        .call_inplace = inplace_normal_1973,
+        .call = call_normal_1971,
+        .call_inplace = inplace_normal_1972,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3505 sample 0",
+        .where = "ops.yaml:3504 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1975,
-        .call_inplace = inplace_uniform_1976,
+        .call = call_uniform_1974,
+        .call_inplace = inplace_uniform_1975,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3505 sample 1",
+        .where = "ops.yaml:3504 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1977,
-        .call_inplace = inplace_uniform_1978,
+        .call = call_uniform_1976,
+        .call_inplace = inplace_uniform_1977,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3505 sample 2",
+        .where = "ops.yaml:3504 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1979,
-        .call_inplace = inplace_uniform_1980,
+        .call = call_uniform_1978,
+        .call_inplace = inplace_uniform_1979,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3518 sample 0",
+        .where = "ops.yaml:3517 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_maybe_multiply_1981,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "maybe_multiply",
+        .where = "ops.yaml:3517 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_maybe_multiply_1982,
@@ -29271,11 +29264,11 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "maybe_multiply",
-        .where = "ops.yaml:3518 sample 1",
+        .op = "sum_to",
+        .where = "ops.yaml:3528 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1983,
+        .call = call_sum_to_1984,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29283,21 +29276,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3529 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1985,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "sum_to",
-        .where = "ops.yaml:3529 sample 1",
+        .where = "ops.yaml:3528 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1986,
+        .call = call_sum_to_1985,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -30235,348 +30217,360 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:974: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = error_mean_1026,
+        .call = error_mean_1025,
         .expect = 0,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:993: is_floating(result_dtype)",
+        .what = "ops.yaml:992: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = error_mean_dim_1035,
+        .call = error_mean_dim_1034,
         .expect = 0,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:986: dim out of range",
+        .what = "ops.yaml:985: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mean_dim_1036,
+        .call = error_mean_dim_1035,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "amax",
-        .what = "ops.yaml:1004: dim out of range",
+        .what = "ops.yaml:1003: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amax_1043,
+        .call = error_amax_1042,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amax: ",
     },
     {
         .op = "amin",
-        .what = "ops.yaml:1017: dim out of range",
+        .what = "ops.yaml:1016: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amin_1054,
+        .call = error_amin_1053,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amin: ",
     },
     {
         .op = "max.dim",
-        .what = "ops.yaml:1056: dim out of range",
+        .what = "ops.yaml:1055: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_dim_1081,
+        .call = error_max_dim_1080,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "max: ",
     },
     {
         .op = "min.dim",
-        .what = "ops.yaml:1072: dim out of range",
+        .what = "ops.yaml:1071: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_min_dim_1098,
+        .call = error_min_dim_1097,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "min: ",
     },
     {
         .op = "argmax",
-        .what = "ops.yaml:1087: dtype of self",
+        .what = "ops.yaml:1086: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_argmax_1109,
+        .call = error_argmax_1108,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "argmax: ",
     },
     {
         .op = "argmin",
-        .what = "ops.yaml:1102: dtype of self",
+        .what = "ops.yaml:1101: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_argmin_1118,
+        .call = error_argmin_1117,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "argmin: ",
     },
     {
         .op = "prod.dim_int",
-        .what = "ops.yaml:1130: dim out of range",
+        .what = "ops.yaml:1129: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_prod_dim_int_1131,
+        .call = error_prod_dim_int_1130,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "prod: ",
     },
     {
         .op = "all.dim",
-        .what = "ops.yaml:1157: dim out of range",
+        .what = "ops.yaml:1156: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_all_dim_1140,
+        .call = error_all_dim_1139,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "all: ",
     },
     {
         .op = "any.dim",
-        .what = "ops.yaml:1183: dim out of range",
+        .what = "ops.yaml:1182: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_any_dim_1149,
+        .call = error_any_dim_1148,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "any: ",
     },
     {
         .op = "cumsum",
-        .what = "ops.yaml:1197: dim out of range",
+        .what = "ops.yaml:1196: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_cumsum_1160,
+        .call = error_cumsum_1159,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cumsum: ",
     },
     {
         .op = "logsumexp",
-        .what = "ops.yaml:1212: dim out of range",
+        .what = "ops.yaml:1211: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_logsumexp_1167,
+        .call = error_logsumexp_1166,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "logsumexp: ",
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:1229: dtype of self",
+        .what = "ops.yaml:1228: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_var_1172,
+        .call = error_var_1171,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "var: ",
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:1229: dim out of range",
+        .what = "ops.yaml:1228: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_var_1173,
+        .call = error_var_1172,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "var: ",
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1244: dtype of self",
+        .what = "ops.yaml:1243: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_std_1177,
+        .call = error_std_1176,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "std: ",
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1244: dim out of range",
+        .what = "ops.yaml:1243: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_std_1178,
+        .call = error_std_1177,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "std: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1265: is_floating(result_dtype)",
+        .what = "ops.yaml:1264: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linalg_vector_norm_1183,
+        .call = error_linalg_vector_norm_1182,
         .expect = 0,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1258: dtype of self",
+        .what = "ops.yaml:1257: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_linalg_vector_norm_1184,
+        .call = error_linalg_vector_norm_1183,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1258: dim out of range",
+        .what = "ops.yaml:1257: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linalg_vector_norm_1185,
+        .call = error_linalg_vector_norm_1184,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1348: self.dim == 2",
+        .what = "ops.yaml:1347: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_1193,
+        .expect = 0,
+        .expect_prefix = "mm: ",
+    },
+    {
+        .op = "mm",
+        .what = "ops.yaml:1349: mat2.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_mm_1194,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1350: mat2.dim == 2",
+        .what = "ops.yaml:1351: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .call = error_mm_1195,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1352: self.size(1) == mat2.size(0)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1196,
-        .expect = 0,
-        .expect_prefix = "mm: ",
-    },
-    {
-        .op = "mm",
-        .what = "ops.yaml:1342: dtype of self",
+        .what = "ops.yaml:1341: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1197,
+        .call = error_mm_1196,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1369: self.dim >= 1",
+        .what = "ops.yaml:1368: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_matmul_1208,
+        .expect = 0,
+        .expect_prefix = "matmul: ",
+    },
+    {
+        .op = "matmul",
+        .what = "ops.yaml:1370: other.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = error_matmul_1209,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1371: other.dim >= 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1210,
-        .expect = 0,
-        .expect_prefix = "matmul: ",
-    },
-    {
-        .op = "matmul",
-        .what = "ops.yaml:1363: dtype of self",
+        .what = "ops.yaml:1362: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1211,
+        .call = error_matmul_1210,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1394: self.dim == 3",
+        .what = "ops.yaml:1393: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_1219,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:1395: mat2.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_bmm_1220,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1396: mat2.dim == 3",
+        .what = "ops.yaml:1397: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_bmm_1221,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1398: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1399: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
         .call = error_bmm_1222,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1400: self.size(2) == mat2.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1223,
-        .expect = 0,
-        .expect_prefix = "bmm: ",
-    },
-    {
-        .op = "bmm",
-        .what = "ops.yaml:1388: dtype of self",
+        .what = "ops.yaml:1387: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1224,
+        .call = error_bmm_1223,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1417: mat1.dim == 2",
+        .what = "ops.yaml:1416: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_1234,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:1418: mat2.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_1235,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1419: mat2.dim == 2",
+        .what = "ops.yaml:1420: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_1236,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1421: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1422: self.dim <= 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_1237,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1423: self.dim <= 2",
+        .what =
+            "ops.yaml:1424: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_1238,
@@ -30586,9 +30580,9 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1425: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1426: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_1239,
@@ -30597,76 +30591,76 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what =
-            "ops.yaml:1427: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1240,
-        .expect = 0,
-        .expect_prefix = "addmm: ",
-    },
-    {
-        .op = "addmm",
-        .what = "ops.yaml:1411: dtype of self",
+        .what = "ops.yaml:1410: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1241,
+        .call = error_addmm_1240,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1445: batch1.dim == 3",
+        .what = "ops.yaml:1444: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1251,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:1446: batch2.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1252,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1447: batch2.dim == 3",
+        .what = "ops.yaml:1448: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1253,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1449: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1450: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1254,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1451: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1452: self.dim <= 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1255,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1453: self.dim <= 3",
+        .what =
+            "ops.yaml:1454: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1256,
@@ -30676,9 +30670,9 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1455: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1456: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1257,
@@ -30688,9 +30682,9 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1457: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1458: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1258,
@@ -30699,157 +30693,156 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what =
-            "ops.yaml:1459: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1259,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1439: dtype of self",
+        .what = "ops.yaml:1438: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1260,
+        .call = error_baddbmm_1259,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1477: self.dim == 1",
+        .what = "ops.yaml:1476: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_1263,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:1478: tensor.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = error_dot_1264,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1479: tensor.dim == 1",
+        .what = "ops.yaml:1480: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_dot_1265,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1481: self.size(0) == tensor.size(0)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1266,
-        .expect = 0,
-        .expect_prefix = "dot: ",
-    },
-    {
-        .op = "dot",
-        .what = "ops.yaml:1471: dtype of self",
+        .what = "ops.yaml:1470: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1267,
+        .call = error_dot_1266,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1496: self.dim == 1",
+        .what = "ops.yaml:1495: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_1270,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:1497: vec2.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = error_outer_1271,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1498: vec2.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1272,
-        .expect = 0,
-        .expect_prefix = "outer: ",
-    },
-    {
-        .op = "outer",
-        .what = "ops.yaml:1490: dtype of self",
+        .what = "ops.yaml:1489: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1273,
+        .call = error_outer_1272,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1513: input.dim >= 1",
+        .what = "ops.yaml:1512: input.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_linear_1285,
+        .expect = 0,
+        .expect_prefix = "linear: ",
+    },
+    {
+        .op = "linear",
+        .what = "ops.yaml:1514: weight.dim == 1 or weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_linear_1286,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1515: weight.dim == 1 or weight.dim == 2",
+        .what = "ops.yaml:1516: input.size(-1) == weight.size(-1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_linear_1287,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1517: input.size(-1) == weight.size(-1)",
-        .n_inputs = 2,
+        .what = "ops.yaml:1520: weight.dim == 2 or bias is None",
+        .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_linear_1288,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1521: weight.dim == 2 or bias is None",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1289,
-        .expect = 0,
-        .expect_prefix = "linear: ",
-    },
-    {
-        .op = "linear",
-        .what = "ops.yaml:1507: dtype of input",
+        .what = "ops.yaml:1506: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1290,
+        .call = error_linear_1289,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linear: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1545: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
+        .what = "ops.yaml:1544: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat1_backward_1294,
+        .expect = 0,
+        .expect_prefix = "mm_mat1_backward: ",
+    },
+    {
+        .op = "mm_mat1_backward",
+        .what = "ops.yaml:1546: grad.size(1) == mat2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .call = error_mm_mat1_backward_1295,
         .expect = 0,
@@ -30857,93 +30850,91 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1547: grad.size(1) == mat2.size(1)",
+        .what = "ops.yaml:1548: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .call = error_mm_mat1_backward_1296,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1549: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1297,
-        .expect = 0,
-        .expect_prefix = "mm_mat1_backward: ",
-    },
-    {
-        .op = "mm_mat1_backward",
-        .what = "ops.yaml:1539: dtype of grad",
+        .what = "ops.yaml:1538: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1298,
+        .call = error_mm_mat1_backward_1297,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1566: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
+        .what = "ops.yaml:1565: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat2_backward_1302,
+        .expect = 0,
+        .expect_prefix = "mm_mat2_backward: ",
+    },
+    {
+        .op = "mm_mat2_backward",
+        .what = "ops.yaml:1567: grad.size(0) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_mm_mat2_backward_1303,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1568: grad.size(0) == mat1.size(0)",
+        .what = "ops.yaml:1569: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .call = error_mm_mat2_backward_1304,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1570: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1305,
-        .expect = 0,
-        .expect_prefix = "mm_mat2_backward: ",
-    },
-    {
-        .op = "mm_mat2_backward",
-        .what = "ops.yaml:1560: dtype of grad",
+        .what = "ops.yaml:1559: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1306,
+        .call = error_mm_mat2_backward_1305,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:1588: self.dim <= 2",
+        .what = "ops.yaml:1587: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_1309,
+        .call = error_t_1308,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1596: dim0 out of range",
+        .what = "ops.yaml:1595: dim0 out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_transpose_1311,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "transpose: ",
+    },
+    {
+        .op = "transpose",
+        .what = "ops.yaml:1595: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1312,
@@ -30951,89 +30942,89 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "transpose: ",
     },
     {
-        .op = "transpose",
-        .what = "ops.yaml:1596: dim1 out of range",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1313,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "transpose: ",
-    },
-    {
         .op = "permute",
-        .what = "ops.yaml:1613: len(dims) == self.dim",
+        .what = "ops.yaml:1612: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1315,
+        .call = error_permute_1314,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1607: dims out of range",
+        .what = "ops.yaml:1606: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1316,
+        .call = error_permute_1315,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1659: dim out of range",
+        .what = "ops.yaml:1658: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1326,
+        .call = error_squeeze_dim_1325,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1670: dim out of range",
+        .what = "ops.yaml:1669: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1329,
+        .call = error_unsqueeze_1328,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1687: step > 0",
+        .what = "ops.yaml:1686: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1332,
+        .call = error_slice_1331,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1681: dim out of range",
+        .what = "ops.yaml:1680: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1333,
+        .call = error_slice_1332,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1695: dim out of range",
+        .what = "ops.yaml:1694: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1336,
+        .call = error_select_1335,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1721: start_dim <= end_dim",
+        .what = "ops.yaml:1720: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1343,
+        .call = error_flatten_1342,
         .expect = 0,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1715: start_dim out of range",
+        .what = "ops.yaml:1714: start_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1343,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1714: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flatten_1344,
@@ -31041,436 +31032,437 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "flatten: ",
     },
     {
-        .op = "flatten.using_ints",
-        .what = "ops.yaml:1715: end_dim out of range",
+        .op = "unflatten.int",
+        .what = "ops.yaml:1737: self.dim >= 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1345,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "flatten: ",
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1349,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1738: self.dim >= 1",
+        .what = "ops.yaml:1739: len(sizes) >= 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .call = error_unflatten_1350,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1740: len(sizes) >= 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1351,
-        .expect = 0,
-        .expect_prefix = "unflatten: ",
-    },
-    {
-        .op = "unflatten.int",
-        .what = "ops.yaml:1732: dim out of range",
+        .what = "ops.yaml:1731: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1352,
+        .call = error_unflatten_1351,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1768: self.dim >= 1",
+        .what = "ops.yaml:1767: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1360,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1769: length >= 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_narrow_1361,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1770: length >= 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1362,
-        .expect = 0,
-        .expect_prefix = "narrow: ",
-    },
-    {
-        .op = "narrow",
-        .what = "ops.yaml:1762: dim out of range",
+        .what = "ops.yaml:1761: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1363,
+        .call = error_narrow_1362,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "repeat",
-        .what = "ops.yaml:1785: len(repeats) >= self.dim",
+        .what = "ops.yaml:1784: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_repeat_1370,
+        .call = error_repeat_1369,
         .expect = 0,
         .expect_prefix = "repeat: ",
     },
     {
         .op = "flip",
-        .what = "ops.yaml:1797: dims out of range",
+        .what = "ops.yaml:1796: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flip_1376,
+        .call = error_flip_1375,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flip: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1817: len(shifts) >= 1",
+        .what = "ops.yaml:1816: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1382,
+        .call = error_roll_1381,
         .expect = 0,
         .expect_prefix = "roll: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1811: dims out of range",
+        .what = "ops.yaml:1810: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1383,
+        .call = error_roll_1382,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "roll: ",
     },
     {
         .op = "tril",
-        .what = "ops.yaml:1841: self.dim >= 2",
+        .what = "ops.yaml:1840: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_tril_1389,
+        .call = error_tril_1388,
         .expect = 0,
         .expect_prefix = "tril: ",
     },
     {
         .op = "triu",
-        .what = "ops.yaml:1857: self.dim >= 2",
+        .what = "ops.yaml:1856: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_triu_1395,
+        .call = error_triu_1394,
         .expect = 0,
         .expect_prefix = "triu: ",
     },
     {
         .op = "pad",
-        .what = "ops.yaml:1868: mode not a choice",
+        .what = "ops.yaml:1867: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pad_1404,
+        .call = error_pad_1403,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "pad: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1923: out_capacity below the count",
+        .what = "ops.yaml:1922: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1421,
+        .call = error_split_1420,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1923: out_capacity below the count",
+        .what = "ops.yaml:1922: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1423,
+        .call = error_split_1422,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1923: out_capacity below the count",
+        .what = "ops.yaml:1922: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_1425,
+        .call = error_split_1424,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1923: out_capacity below the count",
+        .what = "ops.yaml:1922: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1427,
+        .call = error_split_1426,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1936: out_capacity below the count",
+        .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1429,
+        .call = error_split_with_sizes_1428,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1936: out_capacity below the count",
+        .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1431,
+        .call = error_split_with_sizes_1430,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1936: out_capacity below the count",
+        .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_with_sizes_1433,
+        .call = error_split_with_sizes_1432,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1936: out_capacity below the count",
+        .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1435,
+        .call = error_split_with_sizes_1434,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1949: out_capacity below the count",
+        .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1437,
+        .call = error_chunk_1436,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1949: out_capacity below the count",
+        .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1439,
+        .call = error_chunk_1438,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1949: out_capacity below the count",
+        .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_chunk_1441,
+        .call = error_chunk_1440,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1949: out_capacity below the count",
+        .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1443,
+        .call = error_chunk_1442,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1962: out_capacity below the count",
+        .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1445,
+        .call = error_unbind_1444,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1962: out_capacity below the count",
+        .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1447,
+        .call = error_unbind_1446,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1962: out_capacity below the count",
+        .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_unbind_1449,
+        .call = error_unbind_1448,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1962: out_capacity below the count",
+        .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1451,
+        .call = error_unbind_1450,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1978: dtype of index",
+        .what = "ops.yaml:1977: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_1464,
+        .call = error_index_select_1463,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1978: dim out of range",
+        .what = "ops.yaml:1977: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_1465,
+        .call = error_index_select_1464,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2002: dtype of index",
+        .what = "ops.yaml:2001: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1476,
+        .call = error_index_add_1475,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2002: dim out of range",
+        .what = "ops.yaml:2001: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1477,
+        .call = error_index_add_1476,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2017: dtype of index",
+        .what = "ops.yaml:2016: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1484,
+        .call = error_index_copy_1483,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2017: dim out of range",
+        .what = "ops.yaml:2016: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1485,
+        .call = error_index_copy_1484,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2030: dtype of index",
+        .what = "ops.yaml:2029: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_1496,
+        .call = error_gather_1495,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2030: dim out of range",
+        .what = "ops.yaml:2029: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_1497,
+        .call = error_gather_1496,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2053: dtype of index",
+        .what = "ops.yaml:2052: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1506,
+        .call = error_scatter_1505,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2053: dim out of range",
+        .what = "ops.yaml:2052: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1507,
+        .call = error_scatter_1506,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2075: dtype of index",
+        .what = "ops.yaml:2074: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_1514,
+        .call = error_scatter_value_1513,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2075: dim out of range",
+        .what = "ops.yaml:2074: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_1515,
+        .call = error_scatter_value_1514,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2087: dtype of index",
+        .what = "ops.yaml:2086: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1526,
+        .call = error_scatter_add_1525,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2087: dim out of range",
+        .what = "ops.yaml:2086: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1527,
+        .call = error_scatter_add_1526,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2107: weight.dim == 2",
+        .what = "ops.yaml:2106: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_1531,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:2108: sparse == 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .call = error_embedding_1532,
         .expect = 0,
@@ -31478,679 +31470,684 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2109: sparse == 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1533,
-        .expect = 0,
-        .expect_prefix = "embedding: ",
-    },
-    {
-        .op = "embedding",
-        .what = "ops.yaml:2102: dtype of indices",
+        .what = "ops.yaml:2101: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_1534,
+        .call = error_embedding_1533,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:2121: dtype of indices",
+        .what = "ops.yaml:2120: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_1537,
+        .call = error_embedding_dense_backward_1536,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:2149: dtype of self",
+        .what = "ops.yaml:2148: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_1542,
+        .call = error_one_hot_1541,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2173: dtype of mask",
+        .what = "ops.yaml:2172: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_1552,
+        .call = error_masked_select_1551,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2173: broadcast",
+        .what = "ops.yaml:2172: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_1553,
+        .call = error_masked_select_1552,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2297: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2296: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_1599,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:2298: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_avg_pool2d_1600,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2299: len(kernel_size) == 1 or len(kernel_size) == 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1601,
-        .expect = 0,
-        .expect_prefix = "avg_pool2d: ",
-    },
-    {
-        .op = "avg_pool2d",
-        .what = "ops.yaml:2292: dtype of self",
+        .what = "ops.yaml:2291: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_1602,
+        .call = error_avg_pool2d_1601,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2316: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2315: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_1606,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:2317: len(output_size) == 1 or len(output_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_adaptive_avg_pool2d_1607,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2318: len(output_size) == 1 or len(output_size) == 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1608,
-        .expect = 0,
-        .expect_prefix = "adaptive_avg_pool2d: ",
-    },
-    {
-        .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2311: dtype of self",
+        .what = "ops.yaml:2310: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_1609,
+        .call = error_adaptive_avg_pool2d_1608,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2330: dtype of grad_output",
+        .what = "ops.yaml:2329: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_1612,
+        .call = error_avg_pool2d_backward_1611,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2343: dtype of grad_output",
+        .what = "ops.yaml:2342: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_1614,
+        .call = error_adaptive_avg_pool2d_backward_1613,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2389: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2388: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1620,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2390: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
         .call = error_conv2d_1621,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2391: weight.dim == 4",
+        .what = "ops.yaml:2392: groups > 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
         .call = error_conv2d_1622,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2393: groups > 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1623,
-        .expect = 0,
-        .expect_prefix = "conv2d: ",
-    },
-    {
-        .op = "conv2d",
-        .what = "ops.yaml:2383: dtype of input",
+        .what = "ops.yaml:2382: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_1624,
+        .call = error_conv2d_1623,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2414: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2413: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_1627,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2415: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
         .call = error_conv2d_padding_1628,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2416: weight.dim == 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1629,
-        .expect = 0,
-        .expect_prefix = "conv2d: ",
-    },
-    {
-        .op = "conv2d.padding",
-        .what = "ops.yaml:2407: padding not a choice",
+        .what = "ops.yaml:2406: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1630,
+        .call = error_conv2d_padding_1629,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2407: dtype of input",
+        .what = "ops.yaml:2406: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1631,
+        .call = error_conv2d_padding_1630,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2432: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2431: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1634,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2433: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
         .call = error_conv1d_1635,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2434: weight.dim == 3",
+        .what = "ops.yaml:2435: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
         .call = error_conv1d_1636,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2436: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1637,
-        .expect = 0,
-        .expect_prefix = "conv1d: ",
-    },
-    {
-        .op = "conv1d",
-        .what = "ops.yaml:2426: dtype of input",
+        .what = "ops.yaml:2425: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_1638,
+        .call = error_conv1d_1637,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2453: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2452: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_1639,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2454: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
         .call = error_conv1d_padding_1640,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2455: weight.dim == 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1641,
-        .expect = 0,
-        .expect_prefix = "conv1d: ",
-    },
-    {
-        .op = "conv1d.padding",
-        .what = "ops.yaml:2446: padding not a choice",
+        .what = "ops.yaml:2445: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1642,
+        .call = error_conv1d_padding_1641,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2446: dtype of input",
+        .what = "ops.yaml:2445: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1643,
+        .call = error_conv1d_padding_1642,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2469: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2468: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1649,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2470: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_conv_transpose2d_1650,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2471: weight.dim == 4",
+        .what = "ops.yaml:2472: groups > 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
         .call = error_conv_transpose2d_1651,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2473: groups > 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1652,
-        .expect = 0,
-        .expect_prefix = "conv_transpose2d: ",
-    },
-    {
-        .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2463: dtype of input",
+        .what = "ops.yaml:2462: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1653,
+        .call = error_conv_transpose2d_1652,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2488: dtype of grad_output",
+        .what = "ops.yaml:2487: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1656,
+        .call = error_conv2d_backward_input_1655,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2501: dtype of grad_output",
+        .what = "ops.yaml:2500: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1659,
+        .call = error_conv2d_backward_weight_1658,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2519: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2518: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1662,
+        .call = error_conv2d_backward_bias_1661,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2514: dtype of grad_output",
+        .what = "ops.yaml:2513: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1663,
+        .call = error_conv2d_backward_bias_1662,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2533: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2532: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1671,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2534: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_with_indices_1672,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2535: len(kernel_size) == 1 or len(kernel_size) == 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1673,
-        .expect = 0,
-        .expect_prefix = "max_pool2d_with_indices: ",
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2528: dtype of self",
+        .what = "ops.yaml:2527: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_with_indices_1674,
+        .call = error_max_pool2d_with_indices_1673,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2553: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2552: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1677,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2554: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_1678,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2555: len(kernel_size) == 1 or len(kernel_size) == 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1679,
-        .expect = 0,
-        .expect_prefix = "max_pool2d: ",
-    },
-    {
-        .op = "max_pool2d",
-        .what = "ops.yaml:2548: dtype of self",
+        .what = "ops.yaml:2547: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1680,
+        .call = error_max_pool2d_1679,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2574: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2573: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_layer_norm_1685,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2575: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_layer_norm_1686,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2576: input.dim >= len(normalized_shape)",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .what = "ops.yaml:2577: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_layer_norm_1687,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2578: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2579: bias.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_layer_norm_1688,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2580: bias.dim == len(normalized_shape)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1689,
-        .expect = 0,
-        .expect_prefix = "layer_norm: ",
-    },
-    {
-        .op = "layer_norm",
-        .what = "ops.yaml:2568: dtype of input",
+        .what = "ops.yaml:2567: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1690,
+        .call = error_layer_norm_1689,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2597: input.dim >= 2",
+        .what = "ops.yaml:2596: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_group_norm_1695,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2598: num_groups > 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .call = error_group_norm_1696,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2599: num_groups > 0",
-        .n_inputs = 1,
+        .what = "ops.yaml:2600: weight.dim == 1",
+        .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1697,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2601: weight.dim == 1",
+        .what = "ops.yaml:2602: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1698,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2603: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2604: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1699,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2605: bias.dim == 1",
+        .what = "ops.yaml:2606: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1700,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2607: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1701,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2591: dtype of input",
+        .what = "ops.yaml:2590: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1702,
+        .call = error_group_norm_1701,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2627: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2626: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_rms_norm_1706,
+        .expect = 0,
+        .expect_prefix = "rms_norm: ",
+    },
+    {
+        .op = "rms_norm",
+        .what = "ops.yaml:2628: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_rms_norm_1707,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2629: input.dim >= len(normalized_shape)",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .what = "ops.yaml:2630: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_rms_norm_1708,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2631: weight.dim == len(normalized_shape)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1709,
-        .expect = 0,
-        .expect_prefix = "rms_norm: ",
-    },
-    {
-        .op = "rms_norm",
-        .what = "ops.yaml:2621: dtype of input",
+        .what = "ops.yaml:2620: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1710,
+        .call = error_rms_norm_1709,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2648: input.dim >= 2",
+        .what = "ops.yaml:2647: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_1716,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2649: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1717,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2650: weight.dim == 1",
+        .what = "ops.yaml:2651: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1718,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2652: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2653: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1719,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2654: bias.dim == 1",
+        .what = "ops.yaml:2655: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1720,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2656: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2657: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = error_batch_norm_1721,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2658: running_mean.dim == 1",
+        .what = "ops.yaml:2659: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
+                      .dim = 1,
+                      .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -32160,12 +32157,12 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2660: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2661: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -32175,12 +32172,12 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2662: running_var.dim == 1",
+        .what = "ops.yaml:2663: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
-                      .dim = 2,
-                      .sizes = {3, 1},
+                      .dim = 1,
+                      .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -32190,22 +32187,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2664: running_var.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = error_batch_norm_1725,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2642: running_mean requires grad",
+        .what = "ops.yaml:2641: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32219,7 +32201,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1726,
+        .call = error_batch_norm_1725,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
@@ -32228,7 +32210,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2642: running_var requires grad",
+        .what = "ops.yaml:2641: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32242,7 +32224,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1727,
+        .call = error_batch_norm_1726,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
@@ -32251,166 +32233,181 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2642: dtype of input",
+        .what = "ops.yaml:2641: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1728,
+        .call = error_batch_norm_1727,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2686: input.dim == 4",
+        .what = "ops.yaml:2685: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_row_norm_1730,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2687: weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1731,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2688: weight.dim == 2",
+        .what = "ops.yaml:2689: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1732,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2690: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2691: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1733,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2692: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:2693: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1734,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2694: bias.dim == 2",
+        .what = "ops.yaml:2695: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1735,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2696: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2697: bias.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1736,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2698: bias.size(1) == input.size(2)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1737,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2680: dtype of input",
+        .what = "ops.yaml:2679: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1738,
+        .call = error_row_norm_1737,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2713: input.dim >= 2",
+        .what = "ops.yaml:2712: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_batch_norm_training_1740,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2714: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1741,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2715: weight.dim == 1",
+        .what = "ops.yaml:2716: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1742,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2717: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2718: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1743,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2719: bias.dim == 1",
+        .what = "ops.yaml:2720: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1744,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2721: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2722: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = error_batch_norm_training_1745,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2723: running_mean.dim == 1",
+        .what = "ops.yaml:2724: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
+                      .dim = 1,
+                      .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -32420,12 +32417,12 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2725: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2726: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -32435,12 +32432,12 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2727: running_var.dim == 1",
+        .what = "ops.yaml:2728: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
-                      .dim = 2,
-                      .sizes = {3, 1},
+                      .dim = 1,
+                      .sizes = {4},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -32450,22 +32447,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2729: running_var.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = error_batch_norm_training_1749,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2707: running_mean requires grad",
+        .what = "ops.yaml:2706: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32479,7 +32461,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1750,
+        .call = error_batch_norm_training_1749,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
@@ -32488,7 +32470,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2707: running_var requires grad",
+        .what = "ops.yaml:2706: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32502,7 +32484,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1751,
+        .call = error_batch_norm_training_1750,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
@@ -32511,363 +32493,363 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2707: dtype of input",
+        .what = "ops.yaml:2706: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1752,
+        .call = error_batch_norm_training_1751,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2746: input.dim == 4",
+        .what = "ops.yaml:2745: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1753,
+        .call = error_row_norm_backward_input_1752,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2757: input.dim == 4",
+        .what = "ops.yaml:2756: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1754,
+        .call = error_row_norm_backward_weight_1753,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2768: grad_out.dim == 4",
+        .what = "ops.yaml:2767: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1755,
+        .call = error_row_norm_backward_bias_1754,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2780: input.dim == 4",
+        .what = "ops.yaml:2779: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1756,
+        .call = error_row_norm_backward_1755,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2792: input.dim == 4",
+        .what = "ops.yaml:2791: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1757,
+        .call = error_row_norm_double_backward_input_1756,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2803: input.dim == 4",
+        .what = "ops.yaml:2802: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1758,
+        .call = error_row_norm_double_backward_grad_out_1757,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2814: input.dim >= 2",
+        .what = "ops.yaml:2813: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1759,
+        .call = error_batch_norm_backward_input_1758,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2825: input.dim >= 2",
+        .what = "ops.yaml:2824: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1760,
+        .call = error_batch_norm_backward_weight_1759,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2836: grad_out.dim >= 2",
+        .what = "ops.yaml:2835: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1761,
+        .call = error_batch_norm_backward_bias_1760,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2848: input.dim >= 2",
+        .what = "ops.yaml:2847: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1762,
+        .call = error_batch_norm_backward_1761,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2859: grad.dim == 1",
+        .what = "ops.yaml:2858: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1763,
+        .call = error_batch_norm_backward_bias_backward_1762,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2861: len(sizes) >= 2",
+        .what = "ops.yaml:2860: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1764,
+        .call = error_batch_norm_backward_bias_backward_1763,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2872: input.dim >= 2",
+        .what = "ops.yaml:2871: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1765,
+        .call = error_batch_norm_double_backward_input_1764,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2883: input.dim >= 2",
+        .what = "ops.yaml:2882: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1766,
+        .call = error_batch_norm_double_backward_grad_out_1765,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2898: is_floating(result_dtype)",
+        .what = "ops.yaml:2897: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1774,
+        .call = error_softmax_1773,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2891: dim out of range",
+        .what = "ops.yaml:2890: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1775,
+        .call = error_softmax_1774,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2918: is_floating(result_dtype)",
+        .what = "ops.yaml:2917: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1783,
+        .call = error_log_softmax_1782,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2911: dim out of range",
+        .what = "ops.yaml:2910: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1784,
+        .call = error_log_softmax_1783,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2938: grad_output.dim == output.dim",
+        .what = "ops.yaml:2937: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1788,
+        .call = error_softmax_backward_data_1787,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2931: dtype of grad_output",
+        .what = "ops.yaml:2930: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1789,
+        .call = error_softmax_backward_data_1788,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2931: dim out of range",
+        .what = "ops.yaml:2930: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1790,
+        .call = error_softmax_backward_data_1789,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2955: grad_output.dim == output.dim",
+        .what = "ops.yaml:2954: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1794,
+        .call = error_log_softmax_backward_data_1793,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2948: dtype of grad_output",
+        .what = "ops.yaml:2947: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1795,
+        .call = error_log_softmax_backward_data_1794,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2948: dim out of range",
+        .what = "ops.yaml:2947: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1796,
+        .call = error_log_softmax_backward_data_1795,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2992: dtype of input",
+        .what = "ops.yaml:2991: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1802,
+        .call = error_dropout_1801,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3005: reduction not a choice",
+        .what = "ops.yaml:3004: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1808,
+        .call = error_mse_loss_1807,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3005: dtype of self",
+        .what = "ops.yaml:3004: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1809,
+        .call = error_mse_loss_1808,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3020: reduction not a choice",
+        .what = "ops.yaml:3019: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1815,
+        .call = error_l1_loss_1814,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3020: dtype of self",
+        .what = "ops.yaml:3019: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1816,
+        .call = error_l1_loss_1815,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3035: reduction not a choice",
+        .what = "ops.yaml:3034: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1823,
+        .call = error_smooth_l1_loss_1822,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3035: dtype of self",
+        .what = "ops.yaml:3034: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1824,
+        .call = error_smooth_l1_loss_1823,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3051: reduction not a choice",
+        .what = "ops.yaml:3050: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1830,
+        .call = error_huber_loss_1829,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3051: dtype of self",
+        .what = "ops.yaml:3050: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1831,
+        .call = error_huber_loss_1830,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3066: dtype of self",
+        .what = "ops.yaml:3065: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1836,
+        .call = error_binary_cross_entropy_elementwise_1835,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3066: broadcast",
+        .what = "ops.yaml:3065: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1837,
+        .call = error_binary_cross_entropy_elementwise_1836,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3082: weight requires grad",
+        .what = "ops.yaml:3081: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -32877,7 +32859,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_1844,
+        .call = error_binary_cross_entropy_1843,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
@@ -32886,27 +32868,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3082: reduction not a choice",
+        .what = "ops.yaml:3081: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1845,
+        .call = error_binary_cross_entropy_1844,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3082: dtype of self",
+        .what = "ops.yaml:3081: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1846,
+        .call = error_binary_cross_entropy_1845,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3099: weight requires grad",
+        .what = "ops.yaml:3098: weight requires grad",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -32917,7 +32899,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1853,
+        .call = error_binary_cross_entropy_with_logits_1852,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
@@ -32926,7 +32908,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3099: pos_weight requires grad",
+        .what = "ops.yaml:3098: pos_weight requires grad",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -32938,7 +32920,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1854,
+        .call = error_binary_cross_entropy_with_logits_1853,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
@@ -32947,37 +32929,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3099: reduction not a choice",
+        .what = "ops.yaml:3098: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1855,
+        .call = error_binary_cross_entropy_with_logits_1854,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3099: dtype of self",
+        .what = "ops.yaml:3098: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1856,
+        .call = error_binary_cross_entropy_with_logits_1855,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3122: self.dim >= 1",
+        .what = "ops.yaml:3121: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1863,
+        .call = error_nll_loss_1862,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3124: weight.dim == 1",
+        .what = "ops.yaml:3123: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -32987,13 +32969,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1864,
+        .call = error_nll_loss_1863,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3115: weight requires grad",
+        .what = "ops.yaml:3114: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33003,7 +32985,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1865,
+        .call = error_nll_loss_1864,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
@@ -33012,49 +32994,49 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3115: reduction not a choice",
+        .what = "ops.yaml:3114: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1866,
+        .call = error_nll_loss_1865,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3115: dtype of self",
+        .what = "ops.yaml:3114: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1867,
+        .call = error_nll_loss_1866,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3145: self.dim >= 1",
+        .what = "ops.yaml:3144: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_1879,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:3146: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_cross_entropy_loss_1880,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3147: weight.dim == 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1881,
-        .expect = 0,
-        .expect_prefix = "cross_entropy_loss: ",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .what = "ops.yaml:3138: weight requires grad",
+        .what = "ops.yaml:3137: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33064,7 +33046,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_loss_1882,
+        .call = error_cross_entropy_loss_1881,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
@@ -33073,27 +33055,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3138: reduction not a choice",
+        .what = "ops.yaml:3137: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1883,
+        .call = error_cross_entropy_loss_1882,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3138: dtype of self",
+        .what = "ops.yaml:3137: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1884,
+        .call = error_cross_entropy_loss_1883,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3168: weight requires grad",
+        .what = "ops.yaml:3167: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33103,7 +33085,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_index_1892,
+        .call = error_cross_entropy_index_1891,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
@@ -33112,30 +33094,41 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3168: reduction not a choice",
+        .what = "ops.yaml:3167: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1893,
+        .call = error_cross_entropy_index_1892,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3168: dtype of self",
+        .what = "ops.yaml:3167: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1894,
+        .call = error_cross_entropy_index_1893,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3205: query.dim >= 2",
+        .what = "ops.yaml:3204: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1901,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3206: key.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1902,
         .expect = 0,
@@ -33143,65 +33136,65 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3207: key.dim >= 2",
+        .what = "ops.yaml:3208: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1903,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3209: value.dim >= 2",
+        .what = "ops.yaml:3210: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1904,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3211: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3212: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1905,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3213: value.size(-2) == key.size(-2)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1906,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3199: dtype of query",
+        .what = "ops.yaml:3198: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1907,
+        .call = error_scaled_dot_product_attention_1906,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3234: query.dim >= 2",
+        .what = "ops.yaml:3233: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1915,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3235: key.dim == query.dim and value.dim == query.dim",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1916,
         .expect = 0,
@@ -33209,10 +33202,10 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3236: key.dim == query.dim and value.dim == query.dim",
+        .what = "ops.yaml:3237: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1917,
         .expect = 0,
@@ -33220,113 +33213,102 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3238: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3239: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1918,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3240: value.size(-2) == key.size(-2)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1919,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention_math: ",
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3228: dtype of query",
+        .what = "ops.yaml:3227: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1920,
+        .call = error_scaled_dot_product_attention_math_1919,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3258: query.dim >= 2",
+        .what = "ops.yaml:3257: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1921,
+        .call = error_scaled_dot_product_attention_math_backward_1920,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3260: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3259: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1922,
+        .call = error_scaled_dot_product_attention_math_backward_1921,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3400: is_floating(result_dtype)",
+        .what = "ops.yaml:3399: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1950,
+        .call = error_rand_1949,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3411: is_floating(result_dtype)",
+        .what = "ops.yaml:3410: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1952,
+        .call = error_randn_1951,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3487: dtype of self",
+        .what = "ops.yaml:3486: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1974,
+        .call = error_normal_1973,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3499: dtype of self",
+        .what = "ops.yaml:3498: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1981,
+        .call = error_uniform_1980,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3512: dtype of self",
+        .what = "ops.yaml:3511: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1984,
+        .call = error_maybe_multiply_1983,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3523: dtype of self",
+        .what = "ops.yaml:3522: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1987,
+        .call = error_sum_to_1986,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },
