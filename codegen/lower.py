@@ -576,7 +576,7 @@ class OpLowering:
             if absent:  # a check on an optional tensor holds when it is not given
                 cond = " || ".join([f"{t} == NULL" for t in absent] + [f"({cond})"])
             b(f"if (!({cond}))")
-            b.ret_fail(self.fail, f'YT_ERR_{"VALUE" if _is_value_check(c.expr) else "SHAPE"}', fmt, args)
+            b.ret_fail(self.fail, _check_code(c.expr), fmt, args)
 
     def device_lines(self, b: Body):
         if self.first_tensor:
@@ -1241,8 +1241,13 @@ def _ctx_init(a) -> str:
     return f"{{{a.name} != NULL ? {f.format(v)} : 0, {a.name} != NULL ? {i.format(v)} : 0, {a.name} != NULL}}"
 
 
-def _is_value_check(expr: str) -> bool:
-    return not any(k in expr for k in (".dim", ".size(", "len("))
+def _check_code(expr: str) -> str:
+    """The status a failed check returns: a dtype, a shape, or otherwise a value problem."""
+    if "is_floating(" in expr:
+        return "YT_ERR_DTYPE"
+    if any(k in expr for k in (".dim", ".size(", "len(")):
+        return "YT_ERR_SHAPE"
+    return "YT_ERR_VALUE"
 
 
 def _split_call(text: str):

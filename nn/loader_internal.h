@@ -93,7 +93,7 @@ typedef enum yt__slot_state {
 
 /* One batch of the ring: raw buffers allocated once, reused batch after batch. */
 typedef struct yt__slot {
-    void *input, *target; /* batch_size samples each (target NULL without targets) */
+    void *input, *target; /* min(batch_size, length) samples each (target NULL without one) */
     int64_t batch;        /* which batch of the epoch it holds */
     yt__slot_state state;
     yt_status error;
@@ -105,8 +105,8 @@ typedef struct yt__loader_worker {
     yt_loader *loader;
     pthread_t thread;
     bool started;
-    int64_t *indices; /* batch_size */
-    void *raw;        /* batch_size untransformed samples, when the transforms change the shape */
+    int64_t *indices; /* min(batch_size, length): all a batch can hold */
+    void *raw;        /* as many untransformed samples, when the transforms change the shape */
     float *scratch;   /* 2 x plan.max_numel floats, when there are transforms */
 } yt__loader_worker;
 

@@ -28,15 +28,15 @@ CAT(max_pool_forward, SFX)(T *y, int64_t *idx, const T *x, const yt__pool_geom *
         for (int64_t oy = 0; oy < g->oh; oy++) {
             int64_t y0 = oy * g->sh - g->ph;
             int64_t iy0 = y0, iy1 = y0 + (g->kh - 1) * g->dh + 1;
-            while (iy0 < 0)
-                iy0 += g->dh;
+            if (iy0 < 0) /* the first dilated row inside; a loop here could step 2^62 times */
+                iy0 += (-iy0 + g->dh - 1) / g->dh * g->dh;
             if (iy1 > g->h)
                 iy1 = g->h;
             for (int64_t ox = 0; ox < g->ow; ox++) {
                 int64_t x0 = ox * g->sw - g->pw;
                 int64_t ix0 = x0, ix1 = x0 + (g->kw - 1) * g->dw + 1;
-                while (ix0 < 0)
-                    ix0 += g->dw;
+                if (ix0 < 0)
+                    ix0 += (-ix0 + g->dw - 1) / g->dw * g->dw;
                 if (ix1 > g->w)
                     ix1 = g->w;
                 T m = -(T)INFINITY;

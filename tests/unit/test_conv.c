@@ -656,6 +656,19 @@ Test(pool2d, geometry_overflow_is_an_error_not_ub)
  * (floor division), less one if the last window starts past the input and left padding, and
  * only out >= 1 is required: a window wider than the input still fits once. Shapes and values
  * checked against torch 2.x (max_pool2d / avg_pool2d with count_include_pad=True). */
+/* A window far wider than the input: the first row of it inside the input is found in one step,
+ * not by stepping 2^40 rows from the padding. */
+Test(pool2d, huge_window_over_padding_takes_no_time)
+{
+    yt_tensor *x1 = yt_full((const int64_t[]){1, 1, 1, 1}, 4, yt_float(3.0));
+    const int64_t k[2] = {(int64_t)1 << 41, 1}, pad[2] = {(int64_t)1 << 40, 0}, one[2] = {1, 1};
+    yt_tensor *m = yt_max_pool2d_ex(x1, k, 2, one, 2, pad, 2, one, 2, false);
+    test_expect_values(m, (const double[]){3, 3}, 2, (const int64_t[]){1, 1, 2, 1}, 4);
+    yt_release(m);
+    yt_release(x1);
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(pool2d, ceil_mode_allows_a_window_wider_than_the_input_as_pytorch_does)
 {
     yt_tensor *x1 = yt_full((const int64_t[]){1, 1, 1, 1}, 4, yt_float(3.0));
