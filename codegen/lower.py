@@ -245,6 +245,9 @@ class CheckCompiler:
             (a, _, fa, ca), (b, _, fb, cb) = self.terms
             return (f"{name}: {a}={fa} does not match {b}={fb}", [ca, cb])
         if isinstance(tree, ast.Call) and getattr(tree.func, "id", "") == "is_floating":
+            if self.terms[0][0] == "result_dtype":  # promoted from the inputs: say how to fix it
+                return (f"{name}: the result dtype %s is not floating; pass a floating dtype",
+                        [self.terms[0][3]])
             return (f"{name}: expected a floating dtype, got %s", [self.terms[0][3]])
         got = ", ".join(f"{t[0]}={t[2]}" for t in self.terms)
         return (f"{name}: expected {self.check.expr.replace(chr(34), chr(39))}" + (f", got {got}" if got else ""), [t[3] for t in self.terms])

@@ -450,7 +450,8 @@ yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype 
         return yt__fail(YT_ERR_VALUE, "rand: device=%d is not a valid device", (int)device);
     yt_dtype result_dtype = yt__dtype_factory(dtype);
     if (!(yt_dtype_is_floating(result_dtype)))
-        return yt__fail(YT_ERR_DTYPE, "rand: expected a floating dtype, got %s",
+        return yt__fail(YT_ERR_DTYPE,
+                        "rand: the result dtype %s is not floating; pass a floating dtype",
                         yt_dtype_name(result_dtype));
     yt_shape result_shape;
     if (yt__shape_from_sizes(&result_shape, "rand", "size", size, size_len) != YT_OK)
@@ -494,7 +495,8 @@ yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype
         return yt__fail(YT_ERR_VALUE, "randn: device=%d is not a valid device", (int)device);
     yt_dtype result_dtype = yt__dtype_factory(dtype);
     if (!(yt_dtype_is_floating(result_dtype)))
-        return yt__fail(YT_ERR_DTYPE, "randn: expected a floating dtype, got %s",
+        return yt__fail(YT_ERR_DTYPE,
+                        "randn: the result dtype %s is not floating; pass a floating dtype",
                         yt_dtype_name(result_dtype));
     yt_shape result_shape;
     if (yt__shape_from_sizes(&result_shape, "randn", "size", size, size_len) != YT_OK)

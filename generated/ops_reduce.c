@@ -184,7 +184,8 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
         return yt__fail(YT_ERR_VALUE, "mean: dtype=%d is not a valid dtype", (int)dtype);
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     if (!(yt_dtype_is_floating(result_dtype)))
-        return yt__fail(YT_ERR_DTYPE, "mean: expected a floating dtype, got %s",
+        return yt__fail(YT_ERR_DTYPE,
+                        "mean: the result dtype %s is not floating; pass a floating dtype",
                         yt_dtype_name(result_dtype));
     yt_shape result_shape;
     result_shape.dim = 0;
@@ -236,7 +237,8 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
     dim = dim_wrapped;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     if (!(yt_dtype_is_floating(result_dtype)))
-        return yt__fail(YT_ERR_DTYPE, "mean: expected a floating dtype, got %s",
+        return yt__fail(YT_ERR_DTYPE,
+                        "mean: the result dtype %s is not floating; pass a floating dtype",
                         yt_dtype_name(result_dtype));
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "mean", self, dim, dim_len, keepdim) != YT_OK)
@@ -296,8 +298,9 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
     dim = dim_wrapped;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     if (!(yt_dtype_is_floating(result_dtype)))
-        return yt__fail_status(YT_ERR_DTYPE, "mean_out: expected a floating dtype, got %s",
-                               yt_dtype_name(result_dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE, "mean_out: the result dtype %s is not floating; pass a floating dtype",
+            yt_dtype_name(result_dtype));
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "mean_out", self, dim, dim_len, keepdim) != YT_OK)
         return yt_errcode();
@@ -1713,8 +1716,10 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
     dim = dim_wrapped;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     if (!(yt_dtype_is_floating(result_dtype)))
-        return yt__fail(YT_ERR_DTYPE, "linalg_vector_norm: expected a floating dtype, got %s",
-                        yt_dtype_name(result_dtype));
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "linalg_vector_norm: the result dtype %s is not floating; pass a floating dtype",
+            yt_dtype_name(result_dtype));
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "linalg_vector_norm", self, dim, dim_len, keepdim) != YT_OK)
         return NULL;
@@ -1760,7 +1765,8 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
         return NULL;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     if (!(yt_dtype_is_floating(result_dtype)))
-        return yt__fail(YT_ERR_DTYPE, "softmax: expected a floating dtype, got %s",
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax: the result dtype %s is not floating; pass a floating dtype",
                         yt_dtype_name(result_dtype));
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -1804,7 +1810,8 @@ yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
         return NULL;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     if (!(yt_dtype_is_floating(result_dtype)))
-        return yt__fail(YT_ERR_DTYPE, "log_softmax: expected a floating dtype, got %s",
+        return yt__fail(YT_ERR_DTYPE,
+                        "log_softmax: the result dtype %s is not floating; pass a floating dtype",
                         yt_dtype_name(result_dtype));
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
