@@ -106,6 +106,8 @@ YT_INTERNAL yt_tensor *yt__view_of(yt_tensor *base, int dim, const int64_t *size
                                    const int64_t *strides, int64_t offset);
 /* A handle with `t`'s geometry and storage, without autograd info (detach). */
 YT_INTERNAL yt_tensor *yt__alias(yt_tensor *t);
+/* The storage offsets (in elements) of t's first and last elements in memory; numel > 0. */
+YT_INTERNAL void yt__element_span(const yt_tensor *t, int64_t *first, int64_t *last);
 /* Recomputes numel and is_contiguous after sizes/strides were written. */
 YT_INTERNAL void yt__tensor_set_geometry(yt_tensor *t);
 YT_INTERNAL void yt__shape_of(yt_shape *out, const yt_tensor *t);

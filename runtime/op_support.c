@@ -80,14 +80,8 @@ yt__check_out(yt_tensor *dst, const yt_shape *shape, yt_dtype dtype, yt_device d
 static void
 byte_span(const yt_tensor *t, int64_t *lo, int64_t *hi)
 {
-    int64_t first = t->offset, last = t->offset;
-    for (int i = 0; i < t->dim; i++) {
-        const int64_t span = t->strides[i] * (t->sizes[i] - 1);
-        if (span < 0)
-            first += span;
-        else
-            last += span;
-    }
+    int64_t first, last;
+    yt__element_span(t, &first, &last);
     const int64_t es = (int64_t)yt_dtype_size(t->dtype);
     *lo = first * es;
     *hi = (last + 1) * es;

@@ -127,6 +127,19 @@ yt__alias(yt_tensor *t)
 }
 
 void
+yt__element_span(const yt_tensor *t, int64_t *first, int64_t *last)
+{
+    *first = *last = t->offset;
+    for (int i = 0; i < t->dim; i++) {
+        const int64_t span = t->strides[i] * (t->sizes[i] - 1);
+        if (span < 0)
+            *first += span;
+        else
+            *last += span;
+    }
+}
+
+void
 yt__tensor_set_geometry(yt_tensor *t)
 {
     /* Views were checked against their base; saturate rather than wrap if an expand went

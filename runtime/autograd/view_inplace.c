@@ -17,14 +17,14 @@
 
 #include "internal.h"
 
-/* Where the base's and the view's elements lie in a buffer laid out like the base's storage from
- * its first element on (strides are never negative). */
+/* Where the base's and the view's elements lie in a buffer laid out like the base's storage, from
+ * the lowest element the base reaches to the highest. */
 typedef struct slices {
     int base_dim, view_dim;
     int64_t base_sizes[YT_MAX_DIM], base_strides[YT_MAX_DIM];
     int64_t view_sizes[YT_MAX_DIM], view_strides[YT_MAX_DIM];
-    int64_t view_offset; /* the base's first element is at 0 */
-    int64_t span;        /* buffer elements */
+    int64_t base_offset, view_offset; /* in the buffer, whose element 0 is the lowest */
+    int64_t span;                     /* buffer elements */
     yt_dtype dtype;
     yt_device device;
 } slices;
@@ -38,11 +38,11 @@ slices_of(slices *g, const yt_tensor *base, const yt_tensor *view)
     memcpy(g->base_strides, base->strides, sizeof g->base_strides);
     memcpy(g->view_sizes, view->sizes, sizeof g->view_sizes);
     memcpy(g->view_strides, view->strides, sizeof g->view_strides);
-    g->view_offset = view->offset - base->offset;
-    int64_t last = 0;
-    for (int i = 0; i < base->dim; i++)
-        last += base->strides[i] * (base->sizes[i] - 1);
-    g->span = last + 1;
+    int64_t first, last;
+    yt__element_span(base, &first, &last);
+    g->base_offset = base->offset - first;
+    g->view_offset = view->offset - first;
+    g->span = last - first + 1;
     g->dtype = base->dtype;
     g->device = base->device;
 }
@@ -55,7 +55,7 @@ slices_buffer(const slices *g, yt_tensor **whole, yt_tensor **part)
     yt_tensor *buffer = yt_zeros_ex(&g->span, 1, g->dtype, g->device);
     if (buffer == NULL)
         return yt__last_status();
-    *whole = yt__view_of(buffer, g->base_dim, g->base_sizes, g->base_strides, 0);
+    *whole = yt__view_of(buffer, g->base_dim, g->base_sizes, g->base_strides, g->base_offset);
     *part = yt__view_of(buffer, g->view_dim, g->view_sizes, g->view_strides, g->view_offset);
     yt_release(buffer);
     if (*whole == NULL || *part == NULL) {
