@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from formula import c_default, c_default_none
 from model import DTYPE_SETS, DTYPES, Op, SpecError
+from parse import _grad_tensors
 from torch_cases import torch_case
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
@@ -334,6 +335,38 @@ class CaseBuilder:
             self.add_error(op, sample, f"{op.loc}: {t} requires grad", "YT_ERR_VALUE", fn,
                            prefix=refusal_message(op, t), requires_grad=True)
 
+    def add_inplace_refusal(self, lo, samples):
+        """A not-differentiable op's in-place form, without `inplace_grad: zero`, refuses a self
+        that requires grad (lower.py's overwrite_line): one error case writing into a clone of a
+        floating self that requires grad (grad mode off must accept it)."""
+        op = lo.op
+        d = op.derivative
+        if "inplace" not in op.variants or d is None or not d.not_differentiable or d.inplace_grad \
+                or "self" not in _grad_tensors(op):
+            return
+        sample = next((x for x in samples if isinstance(x.get("self"), dict)
+                       and x["self"].get("dtype", "f64") in DTYPE_SETS["floating"]
+                       and not x["self"].get("transpose")), None)
+        if sample is None:
+            raise SpecError(op.samples_loc, f"{op.schema.full_name}: no sample gives 'self' a floating tensor, "
+                            "and the test of the in-place form's refusal when self requires grad needs one")
+        sample = {k: (dict(v, no_grad=(k == "self")) if isinstance(v, dict) else v) for k, v in sample.items()}
+        specs = [dict(x, no_grad=x["name"] == "self") for x in _specs(op, sample)]
+        call = self.new_fn(f"error_inplace_{op.c_name}")
+        decls, expr = self.call_expr(op, sample, lo.fn_name("inplace", lo.has_defaults))
+        self.define(_case_fn(call, decls, [
+            "yt_tensor *copy = yt_clone(inputs[0]); /* requires grad when inputs[0] does */",
+            f"if (copy != NULL && {expr.replace('inputs[0]', 'copy', 1)} != YT_OK) {{",
+            "    yt_release(copy);",
+            "    return NULL;",
+            "}",
+            "return copy;"]))
+        name = lo.msg_name("inplace")
+        self.errors.append({"op": op.schema.full_name, "what": f"{d.loc}: in-place with self requiring grad",
+                            "inputs": specs, "call": call, "code": "YT_ERR_STATE",
+                            "prefix": f"{name}: self requires grad, and {op.schema.name} is not differentiable",
+                            "requires_grad": True, "domain": f'"{op.domain}"' if op.domain else "NULL"})
+
     def add_error(self, op, sample, what, code, fn, prefix=None, requires_grad=False):
         tensors = [a.name for a in op.schema.tensor_args]
         sample = {k: ({"shape": v} if op.schema.arg(k).kind == "tensor" and isinstance(v, list) else v)
@@ -366,6 +399,7 @@ class CaseBuilder:
         if not samples:
             return
         self.add_refusals(op, samples, fn)
+        self.add_inplace_refusal(lo, samples)
         base = samples[0]
         for a in op.schema.args:
             if a.kind == "str":  # a value outside its choices

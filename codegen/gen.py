@@ -37,7 +37,13 @@ class Lowered:
         parts = [f"`{f.input}: {f.source}`" for f in d.formulas] if d else []
         parts += [f"`{t}`: not differentiable (refused when it requires grad)"
                   for t in (d.non_differentiable if d else [])]
-        self.md_derivative = "; ".join(parts) if parts else ("not differentiable" if d and d.not_differentiable else "")
+        if not parts and d and d.not_differentiable:
+            parts = ["not differentiable"]
+            if d.inplace_grad == "zero":
+                parts.append("the in-place form gives self's old history a zero gradient")
+            elif "inplace" in op.variants:
+                parts.append("the in-place form refuses a self that requires grad")
+        self.md_derivative = "; ".join(parts)
         self.md_derivative_loc = f"derivatives.yaml:{d.loc.line}" if d else ""
 
 

@@ -13,6 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
+from parse import _grad_tensors
 from model import DTYPE_SETS, DTYPES, LIST_KINDS, VARIANT_SUFFIX, Op, SpecError
 from pointwise import DTYPE_C, NoForm, PointwiseExpr
 
@@ -606,6 +607,23 @@ class OpLowering:
         b(f"bool recording = {' || '.join(terms)};")
         return True
 
+    def overwrite_line(self, b: Body, name: str) -> bool:
+        """The in-place form of a not-differentiable op whose self can require grad: with
+        `inplace_grad: zero` the write is recorded with a zero gradient for self's old history
+        (returns True); otherwise such a self is refused, since its grad_fn would go on describing
+        the values the write replaced."""
+        d = self.op.derivative
+        if d is None or not d.not_differentiable or "self" not in _grad_tensors(self.op):
+            return False
+        if d.inplace_grad == "zero":
+            b("/* the new values do not depend on the old: self's history gets a zero gradient */")
+            b("bool recording = yt__any_requires_grad(1, &self);")
+            return True
+        b("if (yt__any_requires_grad(1, &self))")
+        b.ret_fail(self.fail, "YT_ERR_STATE", f"{name}: self requires grad, and {self.s.name} is not differentiable; "
+                   "write a yt_detach() of it, or turn grad mode off")
+        return False
+
     def casts(self, b: Body):
         """Pointwise: promoted tensors are converted to compute_dtype before the loop; so is the
         lone tensor of an op whose integral inputs compute in floating point (sqrt of an i64)."""
@@ -898,7 +916,8 @@ class OpLowering:
         b("    return yt_errcode();")
         rec = self.recording_line(b)
         uses_self = any(s.source == "self" for s in self.saved)
-        if rec:
+        overwrite = self.overwrite_line(b, name)
+        if rec or overwrite:
             b(f'if (recording && yt__check_inplace(self, "{name}") != YT_OK)')
             b("    return yt_errcode();")
         casted = self.casts(b)
@@ -921,6 +940,9 @@ class OpLowering:
             if uses_self:
                 b("if (self_before != self)")
                 b("    yt_release(self_before);")
+        if overwrite:
+            b("if (status == YT_OK && recording)")
+            b(f'    status = yt__record_overwrite(self, "{name}");')
         b("return status;")
         return b.lines
 

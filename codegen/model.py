@@ -208,6 +208,10 @@ class Derivative:
     # used when the backward does not record a graph (fused:)
     fused: Optional[Formula] = None
     not_differentiable: bool = False
+    # not_differentiable ops with an in-place form: "zero" (inplace_grad: zero) when the write's
+    # new values do not depend on the old ones, so self's old history gets a zero gradient
+    # (uniform_); None: the in-place form refuses a self that requires grad
+    inplace_grad: Optional[str] = None
     # tensor arguments written `ARG: non_differentiable`: the op refuses them when they require
     # grad with grad mode on (PyTorch's "not differentiable with respect to argument"), and records
     # no edge for them

@@ -686,6 +686,14 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
                     raise SpecError(v.loc, "not_differentiable must be true when given")
                 d.not_differentiable = True
                 continue
+            if k == "inplace_grad":
+                if v.value != "zero":
+                    raise SpecError(v.loc, f"{schema.full_name}: inplace_grad must be 'zero' (the in-place form "
+                                    "writes values that do not depend on self's old ones)")
+                if "inplace" not in op.variants:
+                    raise SpecError(v.loc, f"{schema.full_name}: inplace_grad is for ops with an in-place variant")
+                d.inplace_grad = v.value
+                continue
             a = op.schema.arg(k)
             if a is None:
                 raise SpecError(v.key_loc, f"{schema.full_name}: formula for unknown argument '{k}'"
@@ -701,6 +709,9 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
             d.formulas.append(Formula(k, v.value.strip(), v.loc))
         if d.not_differentiable and (d.formulas or d.fused or d.non_differentiable):
             raise SpecError(name_node.loc, f"{schema.full_name}: not_differentiable entries take no formulas")
+        if d.inplace_grad and not d.not_differentiable:
+            raise SpecError(name_node.loc, f"{schema.full_name}: inplace_grad goes with not_differentiable: true "
+                            "(a differentiable op's in-place form takes its formulas)")
         if d.fused and not d.formulas:
             raise SpecError(d.fused.loc, f"{schema.full_name}: fused needs the per-input formulas too "
                             "(they run when the backward records a graph)")

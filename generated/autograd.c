@@ -9831,7 +9831,7 @@ yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *ta
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * backward, from derivatives.yaml:679:
+ * backward, from derivatives.yaml:684:
  *   query: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1), key) * scale
  *   key: matmul(softmax_backward_data(matmul(grad_output, value.transpose(-2, -1)), softmax(matmul(query, key.transpose(-2, -1)) * scale, -1), -1).transpose(-2, -1), query) * scale
  *   value: matmul(softmax(matmul(query, key.transpose(-2, -1)) * scale, -1).transpose(-2, -1), grad_output)

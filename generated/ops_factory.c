@@ -777,6 +777,10 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
     if (yt__check_out(self, &result_shape, result_dtype, result_device, "bernoulli_", "self") !=
         YT_OK)
         return yt_errcode();
+    /* the new values do not depend on the old: self's history gets a zero gradient */
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "bernoulli_") != YT_OK)
+        return yt_errcode();
     yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
@@ -788,6 +792,8 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
     }
     if (status == YT_OK)
         yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_overwrite(self, "bernoulli_");
     return status;
 }
 
@@ -857,6 +863,10 @@ yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
                                yt_device_name(result_device));
     if (yt__check_out(self, &result_shape, result_dtype, result_device, "normal_", "self") != YT_OK)
         return yt_errcode();
+    /* the new values do not depend on the old: self's history gets a zero gradient */
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "normal_") != YT_OK)
+        return yt_errcode();
     yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
@@ -868,6 +878,8 @@ yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
     }
     if (status == YT_OK)
         yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_overwrite(self, "normal_");
     return status;
 }
 
@@ -938,6 +950,10 @@ yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
     if (yt__check_out(self, &result_shape, result_dtype, result_device, "uniform_", "self") !=
         YT_OK)
         return yt_errcode();
+    /* the new values do not depend on the old: self's history gets a zero gradient */
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "uniform_") != YT_OK)
+        return yt_errcode();
     yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
@@ -949,5 +965,7 @@ yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
     }
     if (status == YT_OK)
         yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_overwrite(self, "uniform_");
     return status;
 }

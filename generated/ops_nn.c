@@ -1278,7 +1278,7 @@ yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * from ops.yaml:3227; backward from derivatives.yaml:679 */
+ * from ops.yaml:3227; backward from derivatives.yaml:684 */
 yt_status
 yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                      double scale, yt_tensor **output, yt_tensor **attn)

@@ -3638,6 +3638,10 @@ yt_floor_divide_(yt_tensor *self, yt_tensor *other)
     if (yt__check_out(self, &result_shape, result_dtype, result_device, "floor_divide_", "self") !=
         YT_OK)
         return yt_errcode();
+    if (yt__any_requires_grad(1, &self))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "floor_divide_: self requires grad, and floor_divide is not differentiable; write a yt_detach() of it, or turn grad mode off");
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
     yt_tensor *other_k =
         other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);

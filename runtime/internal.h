@@ -482,6 +482,10 @@ YT_INTERNAL bool yt__refresh_view(yt_tensor *t);
 /* In-place ops on leaves that require grad, or on views of them, are refused (as in PyTorch) while
  * grad mode is on. */
 YT_INTERNAL yt_status yt__check_inplace(yt_tensor *self, const char *op);
+/* After in-place op `op` wrote values into `self` that do not depend on its old ones (checked with
+ * yt__check_inplace first): records a node that gives self's old history a zero gradient, and
+ * rebases the base's history when self is a view (runtime/autograd/overwrite.c). */
+YT_INTERNAL yt_status yt__record_overwrite(yt_tensor *self, const char *op);
 
 /* A tensor saved for backward. Inputs are kept as they are (strong reference); outputs are kept
  * as a detached alias so the node does not own itself, and re-attached on unpack. */

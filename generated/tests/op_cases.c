@@ -2756,10 +2756,15 @@ out_floor_divide_289(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_floor_divide_290(yt_tensor *const *inputs, void *ctx)
+error_inplace_floor_divide_290(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_floor_divide(inputs[0], inputs[1]);
+    yt_tensor *copy = yt_clone(inputs[0]); /* requires grad when inputs[0] does */
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
 }
 
 static yt_tensor *
@@ -2770,14 +2775,21 @@ error_floor_divide_291(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_292(yt_tensor *const *inputs, void *ctx)
+error_floor_divide_292(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_lerp_293(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_lerp_293(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_294(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2789,7 +2801,7 @@ inplace_lerp_293(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_294(yt_tensor *const *inputs, void *ctx)
+out_lerp_295(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
@@ -2800,14 +2812,14 @@ out_lerp_294(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_295(yt_tensor *const *inputs, void *ctx)
+call_lerp_296(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lerp_296(yt_tensor *const *inputs, void *ctx)
+out_lerp_297(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
@@ -2818,14 +2830,14 @@ out_lerp_296(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_297(yt_tensor *const *inputs, void *ctx)
+call_lerp_298(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_lerp_298(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_299(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2837,7 +2849,7 @@ inplace_lerp_298(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_299(yt_tensor *const *inputs, void *ctx)
+out_lerp_300(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
@@ -2848,14 +2860,14 @@ out_lerp_299(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_300(yt_tensor *const *inputs, void *ctx)
+call_lerp_301(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lerp_301(yt_tensor *const *inputs, void *ctx)
+out_lerp_302(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
@@ -2866,14 +2878,14 @@ out_lerp_301(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_302(yt_tensor *const *inputs, void *ctx)
+call_lerp_303(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_lerp_303(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_304(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2885,7 +2897,7 @@ inplace_lerp_303(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_304(yt_tensor *const *inputs, void *ctx)
+out_lerp_305(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
@@ -2893,13 +2905,6 @@ out_lerp_304(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_lerp_305(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
@@ -2910,14 +2915,21 @@ error_lerp_306(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_tensor_307(yt_tensor *const *inputs, void *ctx)
+error_lerp_307(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_lerp_tensor_308(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_lerp_tensor_308(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_tensor_309(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2929,7 +2941,7 @@ inplace_lerp_tensor_308(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_tensor_309(yt_tensor *const *inputs, void *ctx)
+out_lerp_tensor_310(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2940,14 +2952,14 @@ out_lerp_tensor_309(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_tensor_310(yt_tensor *const *inputs, void *ctx)
+call_lerp_tensor_311(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_lerp_tensor_311(yt_tensor *const *inputs, void *ctx)
+out_lerp_tensor_312(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2958,14 +2970,14 @@ out_lerp_tensor_311(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_tensor_312(yt_tensor *const *inputs, void *ctx)
+call_lerp_tensor_313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_lerp_tensor_313(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_tensor_314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2977,7 +2989,7 @@ inplace_lerp_tensor_313(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_tensor_314(yt_tensor *const *inputs, void *ctx)
+out_lerp_tensor_315(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2988,14 +3000,14 @@ out_lerp_tensor_314(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lerp_tensor_315(yt_tensor *const *inputs, void *ctx)
+call_lerp_tensor_316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_lerp_tensor_316(yt_tensor *const *inputs, void *ctx)
+inplace_lerp_tensor_317(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3007,7 +3019,7 @@ inplace_lerp_tensor_316(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_lerp_tensor_317(yt_tensor *const *inputs, void *ctx)
+out_lerp_tensor_318(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -3015,13 +3027,6 @@ out_lerp_tensor_317(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_lerp_tensor_318(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -3032,14 +3037,21 @@ error_lerp_tensor_319(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcmul_320(yt_tensor *const *inputs, void *ctx)
+error_lerp_tensor_320(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_addcmul_321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-inplace_addcmul_321(yt_tensor *const *inputs, void *ctx)
+inplace_addcmul_322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3051,7 +3063,7 @@ inplace_addcmul_321(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcmul_322(yt_tensor *const *inputs, void *ctx)
+out_addcmul_323(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3063,14 +3075,14 @@ out_addcmul_322(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcmul_323(yt_tensor *const *inputs, void *ctx)
+call_addcmul_324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_addcmul_324(yt_tensor *const *inputs, void *ctx)
+out_addcmul_325(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3082,14 +3094,14 @@ out_addcmul_324(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcmul_325(yt_tensor *const *inputs, void *ctx)
+call_addcmul_326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5));
 }
 
 static yt_tensor *
-inplace_addcmul_326(yt_tensor *const *inputs, void *ctx)
+inplace_addcmul_327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3101,7 +3113,7 @@ inplace_addcmul_326(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcmul_327(yt_tensor *const *inputs, void *ctx)
+out_addcmul_328(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3113,14 +3125,14 @@ out_addcmul_327(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcmul_328(yt_tensor *const *inputs, void *ctx)
+call_addcmul_329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-inplace_addcmul_329(yt_tensor *const *inputs, void *ctx)
+inplace_addcmul_330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3132,7 +3144,7 @@ inplace_addcmul_329(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcmul_330(yt_tensor *const *inputs, void *ctx)
+out_addcmul_331(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3144,13 +3156,6 @@ out_addcmul_330(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addcmul_331(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
 error_addcmul_332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
@@ -3158,14 +3163,21 @@ error_addcmul_332(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcdiv_333(yt_tensor *const *inputs, void *ctx)
+error_addcmul_333(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_addcdiv_334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-inplace_addcdiv_334(yt_tensor *const *inputs, void *ctx)
+inplace_addcdiv_335(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3177,7 +3189,7 @@ inplace_addcdiv_334(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcdiv_335(yt_tensor *const *inputs, void *ctx)
+out_addcdiv_336(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3189,14 +3201,14 @@ out_addcdiv_335(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcdiv_336(yt_tensor *const *inputs, void *ctx)
+call_addcdiv_337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_addcdiv_337(yt_tensor *const *inputs, void *ctx)
+out_addcdiv_338(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3208,14 +3220,14 @@ out_addcdiv_337(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcdiv_338(yt_tensor *const *inputs, void *ctx)
+call_addcdiv_339(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5));
 }
 
 static yt_tensor *
-inplace_addcdiv_339(yt_tensor *const *inputs, void *ctx)
+inplace_addcdiv_340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3227,7 +3239,7 @@ inplace_addcdiv_339(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcdiv_340(yt_tensor *const *inputs, void *ctx)
+out_addcdiv_341(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3239,14 +3251,14 @@ out_addcdiv_340(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addcdiv_341(yt_tensor *const *inputs, void *ctx)
+call_addcdiv_342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-inplace_addcdiv_342(yt_tensor *const *inputs, void *ctx)
+inplace_addcdiv_343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3258,7 +3270,7 @@ inplace_addcdiv_342(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_addcdiv_343(yt_tensor *const *inputs, void *ctx)
+out_addcdiv_344(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3270,13 +3282,6 @@ out_addcdiv_343(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addcdiv_344(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
 error_addcdiv_345(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
@@ -3284,38 +3289,38 @@ error_addcdiv_345(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pow_scalar_backward_346(yt_tensor *const *inputs, void *ctx)
+error_addcdiv_346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1], inputs[2]);
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
 call_pow_scalar_backward_347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow_scalar_backward(inputs[0], yt_float(0.5), inputs[1], inputs[2]);
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 call_pow_scalar_backward_348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow_scalar_backward(inputs[0], yt_float(2.5), inputs[1], inputs[2]);
+    return yt_pow_scalar_backward(inputs[0], yt_float(0.5), inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 call_pow_scalar_backward_349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow_scalar_backward(inputs[0], yt_float(0.0), inputs[1], inputs[2]);
+    return yt_pow_scalar_backward(inputs[0], yt_float(2.5), inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_pow_scalar_backward_350(yt_tensor *const *inputs, void *ctx)
+call_pow_scalar_backward_350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1], inputs[2]);
+    return yt_pow_scalar_backward(inputs[0], yt_float(0.0), inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -3326,14 +3331,21 @@ error_pow_scalar_backward_351(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_tensor_mode_352(yt_tensor *const *inputs, void *ctx)
+error_pow_scalar_backward_352(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_div_tensor_mode_353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
 }
 
 static yt_tensor *
-inplace_div_tensor_mode_353(yt_tensor *const *inputs, void *ctx)
+inplace_div_tensor_mode_354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3345,7 +3357,7 @@ inplace_div_tensor_mode_353(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_tensor_mode_354(yt_tensor *const *inputs, void *ctx)
+out_div_tensor_mode_355(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "trunc") != YT_OK) {
@@ -3356,14 +3368,14 @@ out_div_tensor_mode_354(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_tensor_mode_355(yt_tensor *const *inputs, void *ctx)
+call_div_tensor_mode_356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_tensor_mode(inputs[0], inputs[1], "floor");
 }
 
 static yt_tensor *
-out_div_tensor_mode_356(yt_tensor *const *inputs, void *ctx)
+out_div_tensor_mode_357(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "floor") != YT_OK) {
@@ -3374,14 +3386,14 @@ out_div_tensor_mode_356(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_tensor_mode_357(yt_tensor *const *inputs, void *ctx)
+call_div_tensor_mode_358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_tensor_mode(inputs[0], inputs[1], "floor");
 }
 
 static yt_tensor *
-inplace_div_tensor_mode_358(yt_tensor *const *inputs, void *ctx)
+inplace_div_tensor_mode_359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3393,7 +3405,7 @@ inplace_div_tensor_mode_358(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_tensor_mode_359(yt_tensor *const *inputs, void *ctx)
+out_div_tensor_mode_360(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "floor") != YT_OK) {
@@ -3404,14 +3416,14 @@ out_div_tensor_mode_359(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_tensor_mode_360(yt_tensor *const *inputs, void *ctx)
+call_div_tensor_mode_361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
 }
 
 static yt_tensor *
-inplace_div_tensor_mode_361(yt_tensor *const *inputs, void *ctx)
+inplace_div_tensor_mode_362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3423,7 +3435,7 @@ inplace_div_tensor_mode_361(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_tensor_mode_362(yt_tensor *const *inputs, void *ctx)
+out_div_tensor_mode_363(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "trunc") != YT_OK) {
@@ -3434,14 +3446,14 @@ out_div_tensor_mode_362(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_tensor_mode_363(yt_tensor *const *inputs, void *ctx)
+call_div_tensor_mode_364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
 }
 
 static yt_tensor *
-inplace_div_tensor_mode_364(yt_tensor *const *inputs, void *ctx)
+inplace_div_tensor_mode_365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3453,7 +3465,7 @@ inplace_div_tensor_mode_364(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_tensor_mode_365(yt_tensor *const *inputs, void *ctx)
+out_div_tensor_mode_366(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "trunc") != YT_OK) {
@@ -3464,14 +3476,14 @@ out_div_tensor_mode_365(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_tensor_mode_366(yt_tensor *const *inputs, void *ctx)
+call_div_tensor_mode_367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_tensor_mode(inputs[0], inputs[1], "floor");
 }
 
 static yt_tensor *
-out_div_tensor_mode_367(yt_tensor *const *inputs, void *ctx)
+out_div_tensor_mode_368(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], "floor") != YT_OK) {
@@ -3482,14 +3494,14 @@ out_div_tensor_mode_367(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_tensor_mode_368(yt_tensor *const *inputs, void *ctx)
+call_div_tensor_mode_369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_tensor_mode(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-inplace_div_tensor_mode_369(yt_tensor *const *inputs, void *ctx)
+inplace_div_tensor_mode_370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3501,7 +3513,7 @@ inplace_div_tensor_mode_369(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_tensor_mode_370(yt_tensor *const *inputs, void *ctx)
+out_div_tensor_mode_371(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_tensor_mode_out(out, inputs[0], inputs[1], NULL) != YT_OK) {
@@ -3512,17 +3524,10 @@ out_div_tensor_mode_370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_div_tensor_mode_371(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_div_tensor_mode(inputs[0], inputs[1], "no_such_choice");
-}
-
-static yt_tensor *
 error_div_tensor_mode_372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
+    return yt_div_tensor_mode(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
@@ -3533,14 +3538,21 @@ error_div_tensor_mode_373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_scalar_mode_374(yt_tensor *const *inputs, void *ctx)
+error_div_tensor_mode_374(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div_tensor_mode(inputs[0], inputs[1], "trunc");
+}
+
+static yt_tensor *
+call_div_scalar_mode_375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar_mode(inputs[0], yt_int(2), "trunc");
 }
 
 static yt_tensor *
-inplace_div_scalar_mode_375(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_mode_376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3552,7 +3564,7 @@ inplace_div_scalar_mode_375(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_mode_376(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_mode_377(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_int(2), "trunc") != YT_OK) {
@@ -3563,14 +3575,14 @@ out_div_scalar_mode_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_scalar_mode_377(yt_tensor *const *inputs, void *ctx)
+call_div_scalar_mode_378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar_mode(inputs[0], yt_int(-2), "floor");
 }
 
 static yt_tensor *
-inplace_div_scalar_mode_378(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_mode_379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3582,7 +3594,7 @@ inplace_div_scalar_mode_378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_mode_379(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_mode_380(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_int(-2), "floor") != YT_OK) {
@@ -3593,14 +3605,14 @@ out_div_scalar_mode_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_scalar_mode_380(yt_tensor *const *inputs, void *ctx)
+call_div_scalar_mode_381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar_mode(inputs[0], yt_float(1.5), "floor");
 }
 
 static yt_tensor *
-inplace_div_scalar_mode_381(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_mode_382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3612,7 +3624,7 @@ inplace_div_scalar_mode_381(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_mode_382(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_mode_383(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_float(1.5), "floor") != YT_OK) {
@@ -3623,14 +3635,14 @@ out_div_scalar_mode_382(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_scalar_mode_383(yt_tensor *const *inputs, void *ctx)
+call_div_scalar_mode_384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar_mode(inputs[0], yt_float(-0.75), "trunc");
 }
 
 static yt_tensor *
-inplace_div_scalar_mode_384(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_mode_385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3642,7 +3654,7 @@ inplace_div_scalar_mode_384(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_mode_385(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_mode_386(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_float(-0.75), "trunc") != YT_OK) {
@@ -3653,14 +3665,14 @@ out_div_scalar_mode_385(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_scalar_mode_386(yt_tensor *const *inputs, void *ctx)
+call_div_scalar_mode_387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar_mode(inputs[0], yt_int(3), NULL);
 }
 
 static yt_tensor *
-inplace_div_scalar_mode_387(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_mode_388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3672,7 +3684,7 @@ inplace_div_scalar_mode_387(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_mode_388(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_mode_389(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_mode_out(out, inputs[0], yt_int(3), NULL) != YT_OK) {
@@ -3683,21 +3695,21 @@ out_div_scalar_mode_388(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_div_scalar_mode_389(yt_tensor *const *inputs, void *ctx)
+error_div_scalar_mode_390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar_mode(inputs[0], yt_int(2), "no_such_choice");
 }
 
 static yt_tensor *
-error_div_scalar_mode_390(yt_tensor *const *inputs, void *ctx)
+error_div_scalar_mode_391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar_mode(inputs[0], yt_int(2), "trunc");
 }
 
 static yt_tensor *
-call_clamp_391(yt_tensor *const *inputs, void *ctx)
+call_clamp_392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_float(-0.5);
@@ -3706,7 +3718,7 @@ call_clamp_391(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_clamp_392(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_float(-0.5);
@@ -3720,7 +3732,7 @@ inplace_clamp_392(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_393(yt_tensor *const *inputs, void *ctx)
+out_clamp_394(yt_tensor *const *inputs, void *ctx)
 {
     const yt_scalar min_value = yt_float(-0.5);
     const yt_scalar max_value = yt_float(0.5);
@@ -3733,7 +3745,7 @@ out_clamp_393(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_394(yt_tensor *const *inputs, void *ctx)
+call_clamp_395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_float(-1.0);
@@ -3741,7 +3753,7 @@ call_clamp_394(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_clamp_395(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_float(-1.0);
@@ -3754,7 +3766,7 @@ inplace_clamp_395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_396(yt_tensor *const *inputs, void *ctx)
+out_clamp_397(yt_tensor *const *inputs, void *ctx)
 {
     const yt_scalar min_value = yt_float(-1.0);
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3766,7 +3778,7 @@ out_clamp_396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_397(yt_tensor *const *inputs, void *ctx)
+call_clamp_398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar max_value = yt_float(1.0);
@@ -3774,7 +3786,7 @@ call_clamp_397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_clamp_398(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_399(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar max_value = yt_float(1.0);
@@ -3787,7 +3799,7 @@ inplace_clamp_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_399(yt_tensor *const *inputs, void *ctx)
+out_clamp_400(yt_tensor *const *inputs, void *ctx)
 {
     const yt_scalar max_value = yt_float(1.0);
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3799,7 +3811,7 @@ out_clamp_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_400(yt_tensor *const *inputs, void *ctx)
+call_clamp_401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_int(1);
@@ -3808,7 +3820,7 @@ call_clamp_400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_clamp_401(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_402(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_int(1);
@@ -3822,7 +3834,7 @@ inplace_clamp_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_402(yt_tensor *const *inputs, void *ctx)
+out_clamp_403(yt_tensor *const *inputs, void *ctx)
 {
     const yt_scalar min_value = yt_int(1);
     const yt_scalar max_value = yt_int(2);
@@ -3835,7 +3847,7 @@ out_clamp_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_403(yt_tensor *const *inputs, void *ctx)
+call_clamp_404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_int(1);
@@ -3844,7 +3856,7 @@ call_clamp_403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_clamp_404(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_int(1);
@@ -3858,7 +3870,7 @@ inplace_clamp_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_405(yt_tensor *const *inputs, void *ctx)
+out_clamp_406(yt_tensor *const *inputs, void *ctx)
 {
     const yt_scalar min_value = yt_int(1);
     const yt_scalar max_value = yt_int(-1);
@@ -3871,14 +3883,14 @@ out_clamp_405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_clamp_406(yt_tensor *const *inputs, void *ctx)
+error_clamp_407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_ex(inputs[0], NULL, NULL);
 }
 
 static yt_tensor *
-error_clamp_407(yt_tensor *const *inputs, void *ctx)
+error_clamp_408(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_float(-0.5);
@@ -3887,14 +3899,14 @@ error_clamp_407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_tensor_408(yt_tensor *const *inputs, void *ctx)
+call_clamp_tensor_409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_tensor_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_clamp_tensor_409(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_tensor_410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3906,7 +3918,7 @@ inplace_clamp_tensor_409(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_tensor_410(yt_tensor *const *inputs, void *ctx)
+out_clamp_tensor_411(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clamp_tensor_ex_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -3917,14 +3929,14 @@ out_clamp_tensor_410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_tensor_411(yt_tensor *const *inputs, void *ctx)
+call_clamp_tensor_412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_tensor_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-inplace_clamp_tensor_412(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_tensor_413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3936,7 +3948,7 @@ inplace_clamp_tensor_412(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_tensor_413(yt_tensor *const *inputs, void *ctx)
+out_clamp_tensor_414(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clamp_tensor_ex_out(out, inputs[0], inputs[1], NULL) != YT_OK) {
@@ -3947,14 +3959,14 @@ out_clamp_tensor_413(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_tensor_414(yt_tensor *const *inputs, void *ctx)
+call_clamp_tensor_415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_tensor_ex(inputs[0], NULL, inputs[1]);
 }
 
 static yt_tensor *
-inplace_clamp_tensor_415(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_tensor_416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3966,7 +3978,7 @@ inplace_clamp_tensor_415(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_tensor_416(yt_tensor *const *inputs, void *ctx)
+out_clamp_tensor_417(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clamp_tensor_ex_out(out, inputs[0], NULL, inputs[1]) != YT_OK) {
@@ -3977,14 +3989,14 @@ out_clamp_tensor_416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_tensor_417(yt_tensor *const *inputs, void *ctx)
+call_clamp_tensor_418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clamp_tensor_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_clamp_tensor_418(yt_tensor *const *inputs, void *ctx)
+inplace_clamp_tensor_419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3996,7 +4008,7 @@ inplace_clamp_tensor_418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_clamp_tensor_419(yt_tensor *const *inputs, void *ctx)
+out_clamp_tensor_420(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clamp_tensor_ex_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -4007,17 +4019,10 @@ out_clamp_tensor_419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_clamp_tensor_420(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_clamp_tensor_ex(inputs[0], NULL, NULL);
-}
-
-static yt_tensor *
 error_clamp_tensor_421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_clamp_tensor_ex(inputs[0], NULL, NULL);
 }
 
 static yt_tensor *
@@ -4028,7 +4033,14 @@ error_clamp_tensor_422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_backward_423(yt_tensor *const *inputs, void *ctx)
+error_clamp_tensor_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_tensor_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_clamp_backward_424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_float(-0.5);
@@ -4037,7 +4049,7 @@ call_clamp_backward_423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_backward_424(yt_tensor *const *inputs, void *ctx)
+call_clamp_backward_425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar min_value = yt_float(-1.0);
@@ -4045,20 +4057,11 @@ call_clamp_backward_424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_backward_425(yt_tensor *const *inputs, void *ctx)
+call_clamp_backward_426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const yt_scalar max_value = yt_float(0.5);
     return yt_clamp_backward(inputs[0], inputs[1], NULL, &max_value);
-}
-
-static yt_tensor *
-error_clamp_backward_426(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    const yt_scalar min_value = yt_float(-0.5);
-    const yt_scalar max_value = yt_float(0.5);
-    return yt_clamp_backward(inputs[0], inputs[1], &min_value, &max_value);
 }
 
 static yt_tensor *
@@ -4071,31 +4074,33 @@ error_clamp_backward_427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_tensor_backward_428(yt_tensor *const *inputs, void *ctx)
+error_clamp_backward_428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], inputs[3]);
+    const yt_scalar min_value = yt_float(-0.5);
+    const yt_scalar max_value = yt_float(0.5);
+    return yt_clamp_backward(inputs[0], inputs[1], &min_value, &max_value);
 }
 
 static yt_tensor *
 call_clamp_tensor_backward_429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], NULL);
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], inputs[3]);
 }
 
 static yt_tensor *
 call_clamp_tensor_backward_430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward(inputs[0], inputs[1], NULL, inputs[2]);
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], NULL);
 }
 
 static yt_tensor *
-error_clamp_tensor_backward_431(yt_tensor *const *inputs, void *ctx)
+call_clamp_tensor_backward_431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], inputs[3]);
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], NULL, inputs[2]);
 }
 
 static yt_tensor *
@@ -4106,24 +4111,24 @@ error_clamp_tensor_backward_432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_tensor_backward_min_433(yt_tensor *const *inputs, void *ctx)
+error_clamp_tensor_backward_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], inputs[3]);
+    return yt_clamp_tensor_backward(inputs[0], inputs[1], inputs[2], inputs[3]);
 }
 
 static yt_tensor *
 call_clamp_tensor_backward_min_434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], NULL);
+    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], inputs[3]);
 }
 
 static yt_tensor *
-error_clamp_tensor_backward_min_435(yt_tensor *const *inputs, void *ctx)
+call_clamp_tensor_backward_min_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], inputs[3]);
+    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], NULL);
 }
 
 static yt_tensor *
@@ -4134,24 +4139,24 @@ error_clamp_tensor_backward_min_436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clamp_tensor_backward_max_437(yt_tensor *const *inputs, void *ctx)
+error_clamp_tensor_backward_min_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], inputs[2], inputs[3]);
+    return yt_clamp_tensor_backward_min(inputs[0], inputs[1], inputs[2], inputs[3]);
 }
 
 static yt_tensor *
 call_clamp_tensor_backward_max_438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], NULL, inputs[2]);
+    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], inputs[2], inputs[3]);
 }
 
 static yt_tensor *
-error_clamp_tensor_backward_max_439(yt_tensor *const *inputs, void *ctx)
+call_clamp_tensor_backward_max_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], inputs[2], inputs[3]);
+    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], NULL, inputs[2]);
 }
 
 static yt_tensor *
@@ -4162,42 +4167,49 @@ error_clamp_tensor_backward_max_440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_rounding_backward_441(yt_tensor *const *inputs, void *ctx)
+error_clamp_tensor_backward_max_441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_div_rounding_backward(inputs[0], NULL);
+    return yt_clamp_tensor_backward_max(inputs[0], inputs[1], inputs[2], inputs[3]);
 }
 
 static yt_tensor *
 call_div_rounding_backward_442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_div_rounding_backward(inputs[0], "floor");
+    return yt_div_rounding_backward(inputs[0], NULL);
 }
 
 static yt_tensor *
-error_div_rounding_backward_443(yt_tensor *const *inputs, void *ctx)
+call_div_rounding_backward_443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_div_rounding_backward(inputs[0], "no_such_choice");
+    return yt_div_rounding_backward(inputs[0], "floor");
 }
 
 static yt_tensor *
 error_div_rounding_backward_444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_div_rounding_backward(inputs[0], "no_such_choice");
+}
+
+static yt_tensor *
+error_div_rounding_backward_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_div_rounding_backward(inputs[0], NULL);
 }
 
 static yt_tensor *
-call_exp_445(yt_tensor *const *inputs, void *ctx)
+call_exp_446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_446(yt_tensor *const *inputs, void *ctx)
+inplace_exp_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4209,7 +4221,7 @@ inplace_exp_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_447(yt_tensor *const *inputs, void *ctx)
+out_exp_448(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -4220,14 +4232,14 @@ out_exp_447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_448(yt_tensor *const *inputs, void *ctx)
+call_exp_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_449(yt_tensor *const *inputs, void *ctx)
+inplace_exp_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4239,7 +4251,7 @@ inplace_exp_449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_450(yt_tensor *const *inputs, void *ctx)
+out_exp_451(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -4250,14 +4262,14 @@ out_exp_450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_451(yt_tensor *const *inputs, void *ctx)
+call_exp_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_452(yt_tensor *const *inputs, void *ctx)
+inplace_exp_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4269,7 +4281,7 @@ inplace_exp_452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_453(yt_tensor *const *inputs, void *ctx)
+out_exp_454(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -4280,14 +4292,14 @@ out_exp_453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_454(yt_tensor *const *inputs, void *ctx)
+call_exp_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_455(yt_tensor *const *inputs, void *ctx)
+inplace_exp_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4299,7 +4311,7 @@ inplace_exp_455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_456(yt_tensor *const *inputs, void *ctx)
+out_exp_457(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -4310,14 +4322,14 @@ out_exp_456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_457(yt_tensor *const *inputs, void *ctx)
+call_log_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_458(yt_tensor *const *inputs, void *ctx)
+inplace_log_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4329,7 +4341,7 @@ inplace_log_458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_459(yt_tensor *const *inputs, void *ctx)
+out_log_460(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -4340,14 +4352,14 @@ out_log_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_460(yt_tensor *const *inputs, void *ctx)
+call_log_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_461(yt_tensor *const *inputs, void *ctx)
+inplace_log_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4359,7 +4371,7 @@ inplace_log_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_462(yt_tensor *const *inputs, void *ctx)
+out_log_463(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -4370,14 +4382,14 @@ out_log_462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_463(yt_tensor *const *inputs, void *ctx)
+call_log_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_464(yt_tensor *const *inputs, void *ctx)
+inplace_log_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4389,7 +4401,7 @@ inplace_log_464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_465(yt_tensor *const *inputs, void *ctx)
+out_log_466(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -4400,14 +4412,14 @@ out_log_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_466(yt_tensor *const *inputs, void *ctx)
+call_log_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_467(yt_tensor *const *inputs, void *ctx)
+inplace_log_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4419,7 +4431,7 @@ inplace_log_467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_468(yt_tensor *const *inputs, void *ctx)
+out_log_469(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -4430,14 +4442,14 @@ out_log_468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_469(yt_tensor *const *inputs, void *ctx)
+call_sqrt_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_470(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4449,7 +4461,7 @@ inplace_sqrt_470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_471(yt_tensor *const *inputs, void *ctx)
+out_sqrt_472(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -4460,14 +4472,14 @@ out_sqrt_471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_472(yt_tensor *const *inputs, void *ctx)
+call_sqrt_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_473(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4479,7 +4491,7 @@ inplace_sqrt_473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_474(yt_tensor *const *inputs, void *ctx)
+out_sqrt_475(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -4490,14 +4502,14 @@ out_sqrt_474(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_475(yt_tensor *const *inputs, void *ctx)
+call_sqrt_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_476(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4509,7 +4521,7 @@ inplace_sqrt_476(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_477(yt_tensor *const *inputs, void *ctx)
+out_sqrt_478(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -4520,14 +4532,14 @@ out_sqrt_477(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_478(yt_tensor *const *inputs, void *ctx)
+call_sqrt_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_479(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4539,7 +4551,7 @@ inplace_sqrt_479(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_480(yt_tensor *const *inputs, void *ctx)
+out_sqrt_481(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -4550,14 +4562,14 @@ out_sqrt_480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_481(yt_tensor *const *inputs, void *ctx)
+call_relu_482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_482(yt_tensor *const *inputs, void *ctx)
+inplace_relu_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4569,7 +4581,7 @@ inplace_relu_482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_483(yt_tensor *const *inputs, void *ctx)
+out_relu_484(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -4580,14 +4592,14 @@ out_relu_483(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_484(yt_tensor *const *inputs, void *ctx)
+call_relu_485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_485(yt_tensor *const *inputs, void *ctx)
+inplace_relu_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4599,7 +4611,7 @@ inplace_relu_485(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_486(yt_tensor *const *inputs, void *ctx)
+out_relu_487(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -4610,14 +4622,14 @@ out_relu_486(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_487(yt_tensor *const *inputs, void *ctx)
+call_relu_488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_488(yt_tensor *const *inputs, void *ctx)
+inplace_relu_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4629,7 +4641,7 @@ inplace_relu_488(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_489(yt_tensor *const *inputs, void *ctx)
+out_relu_490(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -4640,14 +4652,14 @@ out_relu_489(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_490(yt_tensor *const *inputs, void *ctx)
+call_relu_491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_491(yt_tensor *const *inputs, void *ctx)
+inplace_relu_492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4659,7 +4671,7 @@ inplace_relu_491(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_492(yt_tensor *const *inputs, void *ctx)
+out_relu_493(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -4670,31 +4682,24 @@ out_relu_492(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_relu_493(yt_tensor *const *inputs, void *ctx)
+error_relu_494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
-}
-
-static yt_tensor *
-call_threshold_backward_494(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_threshold_backward(inputs[0], inputs[1], yt_int(0));
 }
 
 static yt_tensor *
 call_threshold_backward_495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_threshold_backward(inputs[0], inputs[1], yt_float(0.5));
+    return yt_threshold_backward(inputs[0], inputs[1], yt_int(0));
 }
 
 static yt_tensor *
-error_threshold_backward_496(yt_tensor *const *inputs, void *ctx)
+call_threshold_backward_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_threshold_backward(inputs[0], inputs[1], yt_int(0));
+    return yt_threshold_backward(inputs[0], inputs[1], yt_float(0.5));
 }
 
 static yt_tensor *
@@ -4705,14 +4710,21 @@ error_threshold_backward_497(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_498(yt_tensor *const *inputs, void *ctx)
+error_threshold_backward_498(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_threshold_backward(inputs[0], inputs[1], yt_int(0));
+}
+
+static yt_tensor *
+call_sigmoid_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_499(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4724,7 +4736,7 @@ inplace_sigmoid_499(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_500(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_501(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -4735,14 +4747,14 @@ out_sigmoid_500(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_501(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_502(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4754,7 +4766,7 @@ inplace_sigmoid_502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_503(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_504(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -4765,14 +4777,14 @@ out_sigmoid_503(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_504(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_505(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4784,7 +4796,7 @@ inplace_sigmoid_505(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_506(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_507(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -4795,14 +4807,14 @@ out_sigmoid_506(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_507(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_508(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4814,7 +4826,7 @@ inplace_sigmoid_508(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_509(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_510(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -4825,14 +4837,14 @@ out_sigmoid_509(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_510(yt_tensor *const *inputs, void *ctx)
+call_tanh_511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_511(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4844,7 +4856,7 @@ inplace_tanh_511(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_512(yt_tensor *const *inputs, void *ctx)
+out_tanh_513(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -4855,14 +4867,14 @@ out_tanh_512(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_513(yt_tensor *const *inputs, void *ctx)
+call_tanh_514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_514(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4874,7 +4886,7 @@ inplace_tanh_514(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_515(yt_tensor *const *inputs, void *ctx)
+out_tanh_516(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -4885,14 +4897,14 @@ out_tanh_515(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_516(yt_tensor *const *inputs, void *ctx)
+call_tanh_517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_517(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4904,7 +4916,7 @@ inplace_tanh_517(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_518(yt_tensor *const *inputs, void *ctx)
+out_tanh_519(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -4915,14 +4927,14 @@ out_tanh_518(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_519(yt_tensor *const *inputs, void *ctx)
+call_tanh_520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_520(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4934,7 +4946,7 @@ inplace_tanh_520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_521(yt_tensor *const *inputs, void *ctx)
+out_tanh_522(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -4945,14 +4957,14 @@ out_tanh_521(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_522(yt_tensor *const *inputs, void *ctx)
+call_softplus_523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_523(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4964,7 +4976,7 @@ inplace_softplus_523(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_524(yt_tensor *const *inputs, void *ctx)
+out_softplus_525(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
@@ -4975,14 +4987,14 @@ out_softplus_524(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_525(yt_tensor *const *inputs, void *ctx)
+call_softplus_526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_526(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4994,7 +5006,7 @@ inplace_softplus_526(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_527(yt_tensor *const *inputs, void *ctx)
+out_softplus_528(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
@@ -5005,14 +5017,14 @@ out_softplus_527(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_528(yt_tensor *const *inputs, void *ctx)
+call_softplus_529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_529(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5024,7 +5036,7 @@ inplace_softplus_529(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_530(yt_tensor *const *inputs, void *ctx)
+out_softplus_531(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
@@ -5035,14 +5047,14 @@ out_softplus_530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_531(yt_tensor *const *inputs, void *ctx)
+call_softplus_532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_532(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5054,7 +5066,7 @@ inplace_softplus_532(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_533(yt_tensor *const *inputs, void *ctx)
+out_softplus_534(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
@@ -5065,21 +5077,21 @@ out_softplus_533(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_softplus_534(yt_tensor *const *inputs, void *ctx)
+error_softplus_535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-call_clone_535(yt_tensor *const *inputs, void *ctx)
+call_clone_536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_536(yt_tensor *const *inputs, void *ctx)
+out_clone_537(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -5090,14 +5102,14 @@ out_clone_536(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_537(yt_tensor *const *inputs, void *ctx)
+call_clone_538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_538(yt_tensor *const *inputs, void *ctx)
+out_clone_539(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -5108,14 +5120,14 @@ out_clone_538(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_539(yt_tensor *const *inputs, void *ctx)
+call_clone_540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_540(yt_tensor *const *inputs, void *ctx)
+out_clone_541(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -5126,14 +5138,14 @@ out_clone_540(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_541(yt_tensor *const *inputs, void *ctx)
+call_clone_542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_542(yt_tensor *const *inputs, void *ctx)
+out_clone_543(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -5144,14 +5156,14 @@ out_clone_542(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_543(yt_tensor *const *inputs, void *ctx)
+call_abs_544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_544(yt_tensor *const *inputs, void *ctx)
+inplace_abs_545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5163,7 +5175,7 @@ inplace_abs_544(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_545(yt_tensor *const *inputs, void *ctx)
+out_abs_546(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -5174,14 +5186,14 @@ out_abs_545(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_546(yt_tensor *const *inputs, void *ctx)
+call_abs_547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_547(yt_tensor *const *inputs, void *ctx)
+inplace_abs_548(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5193,7 +5205,7 @@ inplace_abs_547(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_548(yt_tensor *const *inputs, void *ctx)
+out_abs_549(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -5204,14 +5216,14 @@ out_abs_548(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_549(yt_tensor *const *inputs, void *ctx)
+call_abs_550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_550(yt_tensor *const *inputs, void *ctx)
+inplace_abs_551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5223,7 +5235,7 @@ inplace_abs_550(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_551(yt_tensor *const *inputs, void *ctx)
+out_abs_552(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -5234,14 +5246,14 @@ out_abs_551(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_abs_552(yt_tensor *const *inputs, void *ctx)
+call_abs_553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-inplace_abs_553(yt_tensor *const *inputs, void *ctx)
+inplace_abs_554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5253,7 +5265,7 @@ inplace_abs_553(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_abs_554(yt_tensor *const *inputs, void *ctx)
+out_abs_555(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
@@ -5264,21 +5276,21 @@ out_abs_554(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_abs_555(yt_tensor *const *inputs, void *ctx)
+error_abs_556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_abs(inputs[0]);
 }
 
 static yt_tensor *
-call_sign_556(yt_tensor *const *inputs, void *ctx)
+call_sign_557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_557(yt_tensor *const *inputs, void *ctx)
+inplace_sign_558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5290,7 +5302,7 @@ inplace_sign_557(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_558(yt_tensor *const *inputs, void *ctx)
+out_sign_559(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -5301,14 +5313,14 @@ out_sign_558(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_559(yt_tensor *const *inputs, void *ctx)
+call_sign_560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_560(yt_tensor *const *inputs, void *ctx)
+inplace_sign_561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5320,7 +5332,7 @@ inplace_sign_560(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_561(yt_tensor *const *inputs, void *ctx)
+out_sign_562(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -5331,14 +5343,14 @@ out_sign_561(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_562(yt_tensor *const *inputs, void *ctx)
+call_sign_563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_563(yt_tensor *const *inputs, void *ctx)
+inplace_sign_564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5350,7 +5362,7 @@ inplace_sign_563(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_564(yt_tensor *const *inputs, void *ctx)
+out_sign_565(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -5361,14 +5373,14 @@ out_sign_564(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sign_565(yt_tensor *const *inputs, void *ctx)
+call_sign_566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sign(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sign_566(yt_tensor *const *inputs, void *ctx)
+inplace_sign_567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5380,7 +5392,7 @@ inplace_sign_566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sign_567(yt_tensor *const *inputs, void *ctx)
+out_sign_568(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
@@ -5391,14 +5403,14 @@ out_sign_567(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_568(yt_tensor *const *inputs, void *ctx)
+call_square_569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_569(yt_tensor *const *inputs, void *ctx)
+inplace_square_570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5410,7 +5422,7 @@ inplace_square_569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_570(yt_tensor *const *inputs, void *ctx)
+out_square_571(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -5421,14 +5433,14 @@ out_square_570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_571(yt_tensor *const *inputs, void *ctx)
+call_square_572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_572(yt_tensor *const *inputs, void *ctx)
+inplace_square_573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5440,7 +5452,7 @@ inplace_square_572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_573(yt_tensor *const *inputs, void *ctx)
+out_square_574(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -5451,14 +5463,14 @@ out_square_573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_574(yt_tensor *const *inputs, void *ctx)
+call_square_575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_575(yt_tensor *const *inputs, void *ctx)
+inplace_square_576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5470,7 +5482,7 @@ inplace_square_575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_576(yt_tensor *const *inputs, void *ctx)
+out_square_577(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -5481,14 +5493,14 @@ out_square_576(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_square_577(yt_tensor *const *inputs, void *ctx)
+call_square_578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_square(inputs[0]);
 }
 
 static yt_tensor *
-inplace_square_578(yt_tensor *const *inputs, void *ctx)
+inplace_square_579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5500,7 +5512,7 @@ inplace_square_578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_square_579(yt_tensor *const *inputs, void *ctx)
+out_square_580(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
@@ -5511,14 +5523,14 @@ out_square_579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_580(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_581(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5530,7 +5542,7 @@ inplace_reciprocal_581(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_582(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_583(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -5541,14 +5553,14 @@ out_reciprocal_582(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_583(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_584(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5560,7 +5572,7 @@ inplace_reciprocal_584(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_585(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_586(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -5571,14 +5583,14 @@ out_reciprocal_585(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_586(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_587(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5590,7 +5602,7 @@ inplace_reciprocal_587(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_588(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_589(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -5601,14 +5613,14 @@ out_reciprocal_588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reciprocal_589(yt_tensor *const *inputs, void *ctx)
+call_reciprocal_590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_reciprocal(inputs[0]);
 }
 
 static yt_tensor *
-inplace_reciprocal_590(yt_tensor *const *inputs, void *ctx)
+inplace_reciprocal_591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5620,7 +5632,7 @@ inplace_reciprocal_590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_reciprocal_591(yt_tensor *const *inputs, void *ctx)
+out_reciprocal_592(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
@@ -5631,14 +5643,14 @@ out_reciprocal_591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_592(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_593(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5650,7 +5662,7 @@ inplace_rsqrt_593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_594(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_595(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -5661,14 +5673,14 @@ out_rsqrt_594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_595(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_596(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5680,7 +5692,7 @@ inplace_rsqrt_596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_597(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_598(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -5691,14 +5703,14 @@ out_rsqrt_597(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_598(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_599(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5710,7 +5722,7 @@ inplace_rsqrt_599(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_600(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_601(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -5721,14 +5733,14 @@ out_rsqrt_600(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rsqrt_601(yt_tensor *const *inputs, void *ctx)
+call_rsqrt_602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_rsqrt_602(yt_tensor *const *inputs, void *ctx)
+inplace_rsqrt_603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5740,7 +5752,7 @@ inplace_rsqrt_602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_rsqrt_603(yt_tensor *const *inputs, void *ctx)
+out_rsqrt_604(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
@@ -5751,14 +5763,14 @@ out_rsqrt_603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_604(yt_tensor *const *inputs, void *ctx)
+call_expm1_605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_605(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5770,7 +5782,7 @@ inplace_expm1_605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_606(yt_tensor *const *inputs, void *ctx)
+out_expm1_607(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -5781,14 +5793,14 @@ out_expm1_606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_607(yt_tensor *const *inputs, void *ctx)
+call_expm1_608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_608(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5800,7 +5812,7 @@ inplace_expm1_608(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_609(yt_tensor *const *inputs, void *ctx)
+out_expm1_610(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -5811,14 +5823,14 @@ out_expm1_609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_610(yt_tensor *const *inputs, void *ctx)
+call_expm1_611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_611(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5830,7 +5842,7 @@ inplace_expm1_611(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_612(yt_tensor *const *inputs, void *ctx)
+out_expm1_613(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -5841,14 +5853,14 @@ out_expm1_612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expm1_613(yt_tensor *const *inputs, void *ctx)
+call_expm1_614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_expm1(inputs[0]);
 }
 
 static yt_tensor *
-inplace_expm1_614(yt_tensor *const *inputs, void *ctx)
+inplace_expm1_615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5860,7 +5872,7 @@ inplace_expm1_614(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_expm1_615(yt_tensor *const *inputs, void *ctx)
+out_expm1_616(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
@@ -5871,14 +5883,14 @@ out_expm1_615(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_616(yt_tensor *const *inputs, void *ctx)
+call_log1p_617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_617(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5890,7 +5902,7 @@ inplace_log1p_617(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_618(yt_tensor *const *inputs, void *ctx)
+out_log1p_619(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5901,14 +5913,14 @@ out_log1p_618(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_619(yt_tensor *const *inputs, void *ctx)
+call_log1p_620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_620(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5920,7 +5932,7 @@ inplace_log1p_620(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_621(yt_tensor *const *inputs, void *ctx)
+out_log1p_622(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5931,14 +5943,14 @@ out_log1p_621(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_622(yt_tensor *const *inputs, void *ctx)
+call_log1p_623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_623(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5950,7 +5962,7 @@ inplace_log1p_623(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_624(yt_tensor *const *inputs, void *ctx)
+out_log1p_625(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5961,14 +5973,14 @@ out_log1p_624(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log1p_625(yt_tensor *const *inputs, void *ctx)
+call_log1p_626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log1p(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log1p_626(yt_tensor *const *inputs, void *ctx)
+inplace_log1p_627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -5980,7 +5992,7 @@ inplace_log1p_626(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log1p_627(yt_tensor *const *inputs, void *ctx)
+out_log1p_628(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
@@ -5991,14 +6003,14 @@ out_log1p_627(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_628(yt_tensor *const *inputs, void *ctx)
+call_log2_629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_629(yt_tensor *const *inputs, void *ctx)
+inplace_log2_630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6010,7 +6022,7 @@ inplace_log2_629(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_630(yt_tensor *const *inputs, void *ctx)
+out_log2_631(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -6021,14 +6033,14 @@ out_log2_630(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_631(yt_tensor *const *inputs, void *ctx)
+call_log2_632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_632(yt_tensor *const *inputs, void *ctx)
+inplace_log2_633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6040,7 +6052,7 @@ inplace_log2_632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_633(yt_tensor *const *inputs, void *ctx)
+out_log2_634(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -6051,14 +6063,14 @@ out_log2_633(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_634(yt_tensor *const *inputs, void *ctx)
+call_log2_635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_635(yt_tensor *const *inputs, void *ctx)
+inplace_log2_636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6070,7 +6082,7 @@ inplace_log2_635(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_636(yt_tensor *const *inputs, void *ctx)
+out_log2_637(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -6081,14 +6093,14 @@ out_log2_636(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log2_637(yt_tensor *const *inputs, void *ctx)
+call_log2_638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log2(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log2_638(yt_tensor *const *inputs, void *ctx)
+inplace_log2_639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6100,7 +6112,7 @@ inplace_log2_638(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log2_639(yt_tensor *const *inputs, void *ctx)
+out_log2_640(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
@@ -6111,14 +6123,14 @@ out_log2_639(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_640(yt_tensor *const *inputs, void *ctx)
+call_sin_641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_641(yt_tensor *const *inputs, void *ctx)
+inplace_sin_642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6130,7 +6142,7 @@ inplace_sin_641(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_642(yt_tensor *const *inputs, void *ctx)
+out_sin_643(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -6141,14 +6153,14 @@ out_sin_642(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_643(yt_tensor *const *inputs, void *ctx)
+call_sin_644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_644(yt_tensor *const *inputs, void *ctx)
+inplace_sin_645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6160,7 +6172,7 @@ inplace_sin_644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_645(yt_tensor *const *inputs, void *ctx)
+out_sin_646(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -6171,14 +6183,14 @@ out_sin_645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_646(yt_tensor *const *inputs, void *ctx)
+call_sin_647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_647(yt_tensor *const *inputs, void *ctx)
+inplace_sin_648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6190,7 +6202,7 @@ inplace_sin_647(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_648(yt_tensor *const *inputs, void *ctx)
+out_sin_649(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -6201,14 +6213,14 @@ out_sin_648(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sin_649(yt_tensor *const *inputs, void *ctx)
+call_sin_650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sin(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sin_650(yt_tensor *const *inputs, void *ctx)
+inplace_sin_651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6220,7 +6232,7 @@ inplace_sin_650(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sin_651(yt_tensor *const *inputs, void *ctx)
+out_sin_652(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
@@ -6231,14 +6243,14 @@ out_sin_651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_652(yt_tensor *const *inputs, void *ctx)
+call_cos_653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_653(yt_tensor *const *inputs, void *ctx)
+inplace_cos_654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6250,7 +6262,7 @@ inplace_cos_653(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_654(yt_tensor *const *inputs, void *ctx)
+out_cos_655(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -6261,14 +6273,14 @@ out_cos_654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_655(yt_tensor *const *inputs, void *ctx)
+call_cos_656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_656(yt_tensor *const *inputs, void *ctx)
+inplace_cos_657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6280,7 +6292,7 @@ inplace_cos_656(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_657(yt_tensor *const *inputs, void *ctx)
+out_cos_658(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -6291,14 +6303,14 @@ out_cos_657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_658(yt_tensor *const *inputs, void *ctx)
+call_cos_659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_659(yt_tensor *const *inputs, void *ctx)
+inplace_cos_660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6310,7 +6322,7 @@ inplace_cos_659(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_660(yt_tensor *const *inputs, void *ctx)
+out_cos_661(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -6321,14 +6333,14 @@ out_cos_660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cos_661(yt_tensor *const *inputs, void *ctx)
+call_cos_662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cos(inputs[0]);
 }
 
 static yt_tensor *
-inplace_cos_662(yt_tensor *const *inputs, void *ctx)
+inplace_cos_663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6340,7 +6352,7 @@ inplace_cos_662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cos_663(yt_tensor *const *inputs, void *ctx)
+out_cos_664(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
@@ -6351,14 +6363,14 @@ out_cos_663(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_664(yt_tensor *const *inputs, void *ctx)
+call_erf_665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_665(yt_tensor *const *inputs, void *ctx)
+inplace_erf_666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6370,7 +6382,7 @@ inplace_erf_665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_666(yt_tensor *const *inputs, void *ctx)
+out_erf_667(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -6381,14 +6393,14 @@ out_erf_666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_667(yt_tensor *const *inputs, void *ctx)
+call_erf_668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_668(yt_tensor *const *inputs, void *ctx)
+inplace_erf_669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6400,7 +6412,7 @@ inplace_erf_668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_669(yt_tensor *const *inputs, void *ctx)
+out_erf_670(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -6411,14 +6423,14 @@ out_erf_669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_670(yt_tensor *const *inputs, void *ctx)
+call_erf_671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_671(yt_tensor *const *inputs, void *ctx)
+inplace_erf_672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6430,7 +6442,7 @@ inplace_erf_671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_672(yt_tensor *const *inputs, void *ctx)
+out_erf_673(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -6441,14 +6453,14 @@ out_erf_672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_erf_673(yt_tensor *const *inputs, void *ctx)
+call_erf_674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_erf(inputs[0]);
 }
 
 static yt_tensor *
-inplace_erf_674(yt_tensor *const *inputs, void *ctx)
+inplace_erf_675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6460,7 +6472,7 @@ inplace_erf_674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_erf_675(yt_tensor *const *inputs, void *ctx)
+out_erf_676(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
@@ -6471,14 +6483,14 @@ out_erf_675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_676(yt_tensor *const *inputs, void *ctx)
+call_floor_677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_677(yt_tensor *const *inputs, void *ctx)
+inplace_floor_678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6490,7 +6502,7 @@ inplace_floor_677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_678(yt_tensor *const *inputs, void *ctx)
+out_floor_679(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -6501,14 +6513,14 @@ out_floor_678(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_679(yt_tensor *const *inputs, void *ctx)
+call_floor_680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_680(yt_tensor *const *inputs, void *ctx)
+inplace_floor_681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6520,7 +6532,7 @@ inplace_floor_680(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_681(yt_tensor *const *inputs, void *ctx)
+out_floor_682(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -6531,14 +6543,14 @@ out_floor_681(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_682(yt_tensor *const *inputs, void *ctx)
+call_floor_683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_683(yt_tensor *const *inputs, void *ctx)
+inplace_floor_684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6550,7 +6562,7 @@ inplace_floor_683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_684(yt_tensor *const *inputs, void *ctx)
+out_floor_685(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -6561,14 +6573,14 @@ out_floor_684(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_floor_685(yt_tensor *const *inputs, void *ctx)
+call_floor_686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-inplace_floor_686(yt_tensor *const *inputs, void *ctx)
+inplace_floor_687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6580,7 +6592,7 @@ inplace_floor_686(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_floor_687(yt_tensor *const *inputs, void *ctx)
+out_floor_688(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
@@ -6591,21 +6603,21 @@ out_floor_687(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_floor_688(yt_tensor *const *inputs, void *ctx)
+error_floor_689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_floor(inputs[0]);
 }
 
 static yt_tensor *
-call_ceil_689(yt_tensor *const *inputs, void *ctx)
+call_ceil_690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_690(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6617,7 +6629,7 @@ inplace_ceil_690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_691(yt_tensor *const *inputs, void *ctx)
+out_ceil_692(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -6628,14 +6640,14 @@ out_ceil_691(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_692(yt_tensor *const *inputs, void *ctx)
+call_ceil_693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_693(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6647,7 +6659,7 @@ inplace_ceil_693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_694(yt_tensor *const *inputs, void *ctx)
+out_ceil_695(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -6658,14 +6670,14 @@ out_ceil_694(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_695(yt_tensor *const *inputs, void *ctx)
+call_ceil_696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_696(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6677,7 +6689,7 @@ inplace_ceil_696(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_697(yt_tensor *const *inputs, void *ctx)
+out_ceil_698(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -6688,14 +6700,14 @@ out_ceil_697(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ceil_698(yt_tensor *const *inputs, void *ctx)
+call_ceil_699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-inplace_ceil_699(yt_tensor *const *inputs, void *ctx)
+inplace_ceil_700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6707,7 +6719,7 @@ inplace_ceil_699(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_ceil_700(yt_tensor *const *inputs, void *ctx)
+out_ceil_701(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
@@ -6718,21 +6730,21 @@ out_ceil_700(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ceil_701(yt_tensor *const *inputs, void *ctx)
+error_ceil_702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ceil(inputs[0]);
 }
 
 static yt_tensor *
-call_round_702(yt_tensor *const *inputs, void *ctx)
+call_round_703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_703(yt_tensor *const *inputs, void *ctx)
+inplace_round_704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6744,7 +6756,7 @@ inplace_round_703(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_704(yt_tensor *const *inputs, void *ctx)
+out_round_705(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -6755,14 +6767,14 @@ out_round_704(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_705(yt_tensor *const *inputs, void *ctx)
+call_round_706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_706(yt_tensor *const *inputs, void *ctx)
+inplace_round_707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6774,7 +6786,7 @@ inplace_round_706(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_707(yt_tensor *const *inputs, void *ctx)
+out_round_708(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -6785,14 +6797,14 @@ out_round_707(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_708(yt_tensor *const *inputs, void *ctx)
+call_round_709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_709(yt_tensor *const *inputs, void *ctx)
+inplace_round_710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6804,7 +6816,7 @@ inplace_round_709(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_710(yt_tensor *const *inputs, void *ctx)
+out_round_711(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -6815,14 +6827,14 @@ out_round_710(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_round_711(yt_tensor *const *inputs, void *ctx)
+call_round_712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-inplace_round_712(yt_tensor *const *inputs, void *ctx)
+inplace_round_713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6834,7 +6846,7 @@ inplace_round_712(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_round_713(yt_tensor *const *inputs, void *ctx)
+out_round_714(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
@@ -6845,21 +6857,21 @@ out_round_713(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_round_714(yt_tensor *const *inputs, void *ctx)
+error_round_715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_round(inputs[0]);
 }
 
 static yt_tensor *
-call_trunc_715(yt_tensor *const *inputs, void *ctx)
+call_trunc_716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_716(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6871,7 +6883,7 @@ inplace_trunc_716(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_717(yt_tensor *const *inputs, void *ctx)
+out_trunc_718(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -6882,14 +6894,14 @@ out_trunc_717(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_718(yt_tensor *const *inputs, void *ctx)
+call_trunc_719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_719(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6901,7 +6913,7 @@ inplace_trunc_719(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_720(yt_tensor *const *inputs, void *ctx)
+out_trunc_721(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -6912,14 +6924,14 @@ out_trunc_720(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_721(yt_tensor *const *inputs, void *ctx)
+call_trunc_722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_722(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6931,7 +6943,7 @@ inplace_trunc_722(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_723(yt_tensor *const *inputs, void *ctx)
+out_trunc_724(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -6942,14 +6954,14 @@ out_trunc_723(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_trunc_724(yt_tensor *const *inputs, void *ctx)
+call_trunc_725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-inplace_trunc_725(yt_tensor *const *inputs, void *ctx)
+inplace_trunc_726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6961,7 +6973,7 @@ inplace_trunc_725(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_trunc_726(yt_tensor *const *inputs, void *ctx)
+out_trunc_727(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
@@ -6972,21 +6984,21 @@ out_trunc_726(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_trunc_727(yt_tensor *const *inputs, void *ctx)
+error_trunc_728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_trunc(inputs[0]);
 }
 
 static yt_tensor *
-call_leaky_relu_728(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_729(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -6998,7 +7010,7 @@ inplace_leaky_relu_729(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_730(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_731(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -7009,14 +7021,14 @@ out_leaky_relu_730(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_731(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_732(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7028,7 +7040,7 @@ inplace_leaky_relu_732(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_733(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_734(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -7039,14 +7051,14 @@ out_leaky_relu_733(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_734(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_735(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7058,7 +7070,7 @@ inplace_leaky_relu_735(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_736(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_737(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -7069,14 +7081,14 @@ out_leaky_relu_736(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_leaky_relu_737(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
 }
 
 static yt_tensor *
-inplace_leaky_relu_738(yt_tensor *const *inputs, void *ctx)
+inplace_leaky_relu_739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7088,7 +7100,7 @@ inplace_leaky_relu_738(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_leaky_relu_739(yt_tensor *const *inputs, void *ctx)
+out_leaky_relu_740(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
@@ -7099,17 +7111,10 @@ out_leaky_relu_739(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_leaky_relu_740(yt_tensor *const *inputs, void *ctx)
+error_leaky_relu_741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
-}
-
-static yt_tensor *
-call_leaky_relu_backward_741(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
@@ -7141,7 +7146,7 @@ call_leaky_relu_backward_745(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_leaky_relu_backward_746(yt_tensor *const *inputs, void *ctx)
+call_leaky_relu_backward_746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
@@ -7155,14 +7160,21 @@ error_leaky_relu_backward_747(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_748(yt_tensor *const *inputs, void *ctx)
+error_leaky_relu_backward_748(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_elu_749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_749(yt_tensor *const *inputs, void *ctx)
+inplace_elu_750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7174,7 +7186,7 @@ inplace_elu_749(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_750(yt_tensor *const *inputs, void *ctx)
+out_elu_751(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -7185,14 +7197,14 @@ out_elu_750(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_751(yt_tensor *const *inputs, void *ctx)
+call_elu_752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_752(yt_tensor *const *inputs, void *ctx)
+inplace_elu_753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7204,7 +7216,7 @@ inplace_elu_752(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_753(yt_tensor *const *inputs, void *ctx)
+out_elu_754(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -7215,14 +7227,14 @@ out_elu_753(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_754(yt_tensor *const *inputs, void *ctx)
+call_elu_755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_755(yt_tensor *const *inputs, void *ctx)
+inplace_elu_756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7234,7 +7246,7 @@ inplace_elu_755(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_756(yt_tensor *const *inputs, void *ctx)
+out_elu_757(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -7245,14 +7257,14 @@ out_elu_756(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_elu_757(yt_tensor *const *inputs, void *ctx)
+call_elu_758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-inplace_elu_758(yt_tensor *const *inputs, void *ctx)
+inplace_elu_759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7264,7 +7276,7 @@ inplace_elu_758(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_elu_759(yt_tensor *const *inputs, void *ctx)
+out_elu_760(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
@@ -7275,17 +7287,10 @@ out_elu_759(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_elu_760(yt_tensor *const *inputs, void *ctx)
+error_elu_761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-call_elu_backward_761(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
 }
 
 static yt_tensor *
@@ -7317,7 +7322,7 @@ call_elu_backward_765(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_elu_backward_766(yt_tensor *const *inputs, void *ctx)
+call_elu_backward_766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
@@ -7331,14 +7336,21 @@ error_elu_backward_767(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_768(yt_tensor *const *inputs, void *ctx)
+error_elu_backward_768(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_silu_769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_769(yt_tensor *const *inputs, void *ctx)
+inplace_silu_770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7350,7 +7362,7 @@ inplace_silu_769(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_770(yt_tensor *const *inputs, void *ctx)
+out_silu_771(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -7361,14 +7373,14 @@ out_silu_770(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_771(yt_tensor *const *inputs, void *ctx)
+call_silu_772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_772(yt_tensor *const *inputs, void *ctx)
+inplace_silu_773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7380,7 +7392,7 @@ inplace_silu_772(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_773(yt_tensor *const *inputs, void *ctx)
+out_silu_774(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -7391,14 +7403,14 @@ out_silu_773(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_774(yt_tensor *const *inputs, void *ctx)
+call_silu_775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_775(yt_tensor *const *inputs, void *ctx)
+inplace_silu_776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7410,7 +7422,7 @@ inplace_silu_775(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_776(yt_tensor *const *inputs, void *ctx)
+out_silu_777(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -7421,14 +7433,14 @@ out_silu_776(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_silu_777(yt_tensor *const *inputs, void *ctx)
+call_silu_778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_silu_778(yt_tensor *const *inputs, void *ctx)
+inplace_silu_779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7440,7 +7452,7 @@ inplace_silu_778(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_silu_779(yt_tensor *const *inputs, void *ctx)
+out_silu_780(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
@@ -7451,17 +7463,10 @@ out_silu_779(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_silu_780(yt_tensor *const *inputs, void *ctx)
+error_silu_781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_silu(inputs[0]);
-}
-
-static yt_tensor *
-call_isnan_781(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_isnan(inputs[0]);
 }
 
 static yt_tensor *
@@ -7486,10 +7491,10 @@ call_isnan_784(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_isfinite_785(yt_tensor *const *inputs, void *ctx)
+call_isnan_785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_isfinite(inputs[0]);
+    return yt_isnan(inputs[0]);
 }
 
 static yt_tensor *
@@ -7514,14 +7519,21 @@ call_isfinite_788(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gelu_789(yt_tensor *const *inputs, void *ctx)
+call_isfinite_789(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_gelu_790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gelu_ex(inputs[0], NULL);
 }
 
 static yt_tensor *
-inplace_gelu_790(yt_tensor *const *inputs, void *ctx)
+inplace_gelu_791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7533,7 +7545,7 @@ inplace_gelu_790(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_gelu_791(yt_tensor *const *inputs, void *ctx)
+out_gelu_792(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gelu_ex_out(out, inputs[0], NULL) != YT_OK) {
@@ -7544,14 +7556,14 @@ out_gelu_791(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gelu_792(yt_tensor *const *inputs, void *ctx)
+call_gelu_793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gelu_ex(inputs[0], "tanh");
 }
 
 static yt_tensor *
-inplace_gelu_793(yt_tensor *const *inputs, void *ctx)
+inplace_gelu_794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7563,7 +7575,7 @@ inplace_gelu_793(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_gelu_794(yt_tensor *const *inputs, void *ctx)
+out_gelu_795(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gelu_ex_out(out, inputs[0], "tanh") != YT_OK) {
@@ -7574,14 +7586,14 @@ out_gelu_794(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gelu_795(yt_tensor *const *inputs, void *ctx)
+call_gelu_796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gelu_ex(inputs[0], "tanh");
 }
 
 static yt_tensor *
-inplace_gelu_796(yt_tensor *const *inputs, void *ctx)
+inplace_gelu_797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7593,7 +7605,7 @@ inplace_gelu_796(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_gelu_797(yt_tensor *const *inputs, void *ctx)
+out_gelu_798(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gelu_ex_out(out, inputs[0], "tanh") != YT_OK) {
@@ -7604,14 +7616,14 @@ out_gelu_797(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gelu_798(yt_tensor *const *inputs, void *ctx)
+call_gelu_799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gelu_ex(inputs[0], NULL);
 }
 
 static yt_tensor *
-inplace_gelu_799(yt_tensor *const *inputs, void *ctx)
+inplace_gelu_800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7623,7 +7635,7 @@ inplace_gelu_799(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_gelu_800(yt_tensor *const *inputs, void *ctx)
+out_gelu_801(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gelu_ex_out(out, inputs[0], NULL) != YT_OK) {
@@ -7634,14 +7646,14 @@ out_gelu_800(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gelu_801(yt_tensor *const *inputs, void *ctx)
+call_gelu_802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gelu_ex(inputs[0], "tanh");
 }
 
 static yt_tensor *
-inplace_gelu_802(yt_tensor *const *inputs, void *ctx)
+inplace_gelu_803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7653,7 +7665,7 @@ inplace_gelu_802(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_gelu_803(yt_tensor *const *inputs, void *ctx)
+out_gelu_804(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gelu_ex_out(out, inputs[0], "tanh") != YT_OK) {
@@ -7661,34 +7673,27 @@ out_gelu_803(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_gelu_804(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_gelu_ex(inputs[0], "no_such_choice");
 }
 
 static yt_tensor *
 error_gelu_805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_gelu_ex(inputs[0], NULL);
+    return yt_gelu_ex(inputs[0], "no_such_choice");
 }
 
 static yt_tensor *
-call_gelu_backward_806(yt_tensor *const *inputs, void *ctx)
+error_gelu_806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+    return yt_gelu_ex(inputs[0], NULL);
 }
 
 static yt_tensor *
 call_gelu_backward_807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_gelu_backward_ex(inputs[0], inputs[1], "tanh");
+    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -7702,7 +7707,7 @@ static yt_tensor *
 call_gelu_backward_809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+    return yt_gelu_backward_ex(inputs[0], inputs[1], "tanh");
 }
 
 static yt_tensor *
@@ -7713,17 +7718,17 @@ call_gelu_backward_810(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gelu_backward_811(yt_tensor *const *inputs, void *ctx)
+call_gelu_backward_811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_gelu_backward_ex(inputs[0], inputs[1], "no_such_choice");
+    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 error_gelu_backward_812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+    return yt_gelu_backward_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
@@ -7734,14 +7739,21 @@ error_gelu_backward_813(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_nan_to_num_814(yt_tensor *const *inputs, void *ctx)
+error_gelu_backward_814(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gelu_backward_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_nan_to_num_815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nan_to_num_ex(inputs[0], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-inplace_nan_to_num_815(yt_tensor *const *inputs, void *ctx)
+inplace_nan_to_num_816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7753,7 +7765,7 @@ inplace_nan_to_num_815(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_nan_to_num_816(yt_tensor *const *inputs, void *ctx)
+out_nan_to_num_817(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_nan_to_num_ex_out(out, inputs[0], NULL, NULL, NULL) != YT_OK) {
@@ -7764,7 +7776,7 @@ out_nan_to_num_816(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_nan_to_num_817(yt_tensor *const *inputs, void *ctx)
+call_nan_to_num_818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const double nan_value = 1.0;
@@ -7774,7 +7786,7 @@ call_nan_to_num_817(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_nan_to_num_818(yt_tensor *const *inputs, void *ctx)
+inplace_nan_to_num_819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const double nan_value = 1.0;
@@ -7790,7 +7802,7 @@ inplace_nan_to_num_818(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_nan_to_num_819(yt_tensor *const *inputs, void *ctx)
+out_nan_to_num_820(yt_tensor *const *inputs, void *ctx)
 {
     const double nan_value = 1.0;
     const double posinf_value = 2.0;
@@ -7805,14 +7817,14 @@ out_nan_to_num_819(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_nan_to_num_820(yt_tensor *const *inputs, void *ctx)
+call_nan_to_num_821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nan_to_num_ex(inputs[0], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-inplace_nan_to_num_821(yt_tensor *const *inputs, void *ctx)
+inplace_nan_to_num_822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -7824,7 +7836,7 @@ inplace_nan_to_num_821(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_nan_to_num_822(yt_tensor *const *inputs, void *ctx)
+out_nan_to_num_823(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_nan_to_num_ex_out(out, inputs[0], NULL, NULL, NULL) != YT_OK) {
@@ -7835,7 +7847,7 @@ out_nan_to_num_822(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_nan_to_num_823(yt_tensor *const *inputs, void *ctx)
+call_nan_to_num_824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const double nan_value = 0.5;
@@ -7843,7 +7855,7 @@ call_nan_to_num_823(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_nan_to_num_824(yt_tensor *const *inputs, void *ctx)
+inplace_nan_to_num_825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const double nan_value = 0.5;
@@ -7856,7 +7868,7 @@ inplace_nan_to_num_824(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_nan_to_num_825(yt_tensor *const *inputs, void *ctx)
+out_nan_to_num_826(yt_tensor *const *inputs, void *ctx)
 {
     const double nan_value = 0.5;
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -7868,14 +7880,14 @@ out_nan_to_num_825(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_826(yt_tensor *const *inputs, void *ctx)
+call_eq_827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_827(yt_tensor *const *inputs, void *ctx)
+out_eq_828(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7886,14 +7898,14 @@ out_eq_827(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_828(yt_tensor *const *inputs, void *ctx)
+call_eq_829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_829(yt_tensor *const *inputs, void *ctx)
+out_eq_830(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7904,14 +7916,14 @@ out_eq_829(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_830(yt_tensor *const *inputs, void *ctx)
+call_eq_831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_831(yt_tensor *const *inputs, void *ctx)
+out_eq_832(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7922,14 +7934,14 @@ out_eq_831(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_832(yt_tensor *const *inputs, void *ctx)
+call_eq_833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_833(yt_tensor *const *inputs, void *ctx)
+out_eq_834(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7940,14 +7952,14 @@ out_eq_833(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_834(yt_tensor *const *inputs, void *ctx)
+call_eq_835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_835(yt_tensor *const *inputs, void *ctx)
+out_eq_836(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -7958,21 +7970,21 @@ out_eq_835(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_eq_836(yt_tensor *const *inputs, void *ctx)
+error_eq_837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_eq_scalar_837(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_838(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_839(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -7983,14 +7995,14 @@ out_eq_scalar_838(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_839(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_840(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_841(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8001,14 +8013,14 @@ out_eq_scalar_840(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_841(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_842(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_843(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8019,14 +8031,14 @@ out_eq_scalar_842(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_843(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_844(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_845(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8037,14 +8049,14 @@ out_eq_scalar_844(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_845(yt_tensor *const *inputs, void *ctx)
+call_lt_846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_846(yt_tensor *const *inputs, void *ctx)
+out_lt_847(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8055,14 +8067,14 @@ out_lt_846(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_847(yt_tensor *const *inputs, void *ctx)
+call_lt_848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_848(yt_tensor *const *inputs, void *ctx)
+out_lt_849(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8073,14 +8085,14 @@ out_lt_848(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_849(yt_tensor *const *inputs, void *ctx)
+call_lt_850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_850(yt_tensor *const *inputs, void *ctx)
+out_lt_851(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8091,14 +8103,14 @@ out_lt_850(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_851(yt_tensor *const *inputs, void *ctx)
+call_lt_852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_852(yt_tensor *const *inputs, void *ctx)
+out_lt_853(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8109,14 +8121,14 @@ out_lt_852(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_853(yt_tensor *const *inputs, void *ctx)
+call_lt_854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_854(yt_tensor *const *inputs, void *ctx)
+out_lt_855(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8127,21 +8139,21 @@ out_lt_854(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_lt_855(yt_tensor *const *inputs, void *ctx)
+error_lt_856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_lt_scalar_856(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_857(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_858(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8152,14 +8164,14 @@ out_lt_scalar_857(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_858(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_859(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_860(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8170,14 +8182,14 @@ out_lt_scalar_859(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_860(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_861(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_862(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8188,14 +8200,14 @@ out_lt_scalar_861(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_862(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_863(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_864(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8206,14 +8218,14 @@ out_lt_scalar_863(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_864(yt_tensor *const *inputs, void *ctx)
+call_gt_865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_865(yt_tensor *const *inputs, void *ctx)
+out_gt_866(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8224,14 +8236,14 @@ out_gt_865(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_866(yt_tensor *const *inputs, void *ctx)
+call_gt_867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_867(yt_tensor *const *inputs, void *ctx)
+out_gt_868(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8242,14 +8254,14 @@ out_gt_867(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_868(yt_tensor *const *inputs, void *ctx)
+call_gt_869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_869(yt_tensor *const *inputs, void *ctx)
+out_gt_870(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8260,14 +8272,14 @@ out_gt_869(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_870(yt_tensor *const *inputs, void *ctx)
+call_gt_871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_871(yt_tensor *const *inputs, void *ctx)
+out_gt_872(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8278,14 +8290,14 @@ out_gt_871(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_872(yt_tensor *const *inputs, void *ctx)
+call_gt_873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_873(yt_tensor *const *inputs, void *ctx)
+out_gt_874(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8296,21 +8308,21 @@ out_gt_873(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gt_874(yt_tensor *const *inputs, void *ctx)
+error_gt_875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_gt_scalar_875(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_876(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_877(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8321,14 +8333,14 @@ out_gt_scalar_876(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_877(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_878(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_879(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8339,14 +8351,14 @@ out_gt_scalar_878(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_879(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_880(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_881(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8357,14 +8369,14 @@ out_gt_scalar_880(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_881(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_882(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_883(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8375,14 +8387,14 @@ out_gt_scalar_882(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_883(yt_tensor *const *inputs, void *ctx)
+call_where_884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_884(yt_tensor *const *inputs, void *ctx)
+out_where_885(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -8393,14 +8405,14 @@ out_where_884(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_885(yt_tensor *const *inputs, void *ctx)
+call_where_886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_886(yt_tensor *const *inputs, void *ctx)
+out_where_887(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -8411,14 +8423,14 @@ out_where_886(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_887(yt_tensor *const *inputs, void *ctx)
+call_where_888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_888(yt_tensor *const *inputs, void *ctx)
+out_where_889(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -8426,13 +8438,6 @@ out_where_888(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_where_889(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -8443,14 +8448,21 @@ error_where_890(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_891(yt_tensor *const *inputs, void *ctx)
+error_where_891(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_where(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_ne_892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_892(yt_tensor *const *inputs, void *ctx)
+out_ne_893(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8461,14 +8473,14 @@ out_ne_892(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_893(yt_tensor *const *inputs, void *ctx)
+call_ne_894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_894(yt_tensor *const *inputs, void *ctx)
+out_ne_895(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8479,14 +8491,14 @@ out_ne_894(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_895(yt_tensor *const *inputs, void *ctx)
+call_ne_896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_896(yt_tensor *const *inputs, void *ctx)
+out_ne_897(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8497,14 +8509,14 @@ out_ne_896(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_897(yt_tensor *const *inputs, void *ctx)
+call_ne_898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_898(yt_tensor *const *inputs, void *ctx)
+out_ne_899(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8515,14 +8527,14 @@ out_ne_898(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_899(yt_tensor *const *inputs, void *ctx)
+call_ne_900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ne_900(yt_tensor *const *inputs, void *ctx)
+out_ne_901(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8533,21 +8545,21 @@ out_ne_900(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ne_901(yt_tensor *const *inputs, void *ctx)
+error_ne_902(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_ne_scalar_902(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_903(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_904(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8558,14 +8570,14 @@ out_ne_scalar_903(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_904(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_905(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_906(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8576,14 +8588,14 @@ out_ne_scalar_905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_906(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_907(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_908(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8594,14 +8606,14 @@ out_ne_scalar_907(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ne_scalar_908(yt_tensor *const *inputs, void *ctx)
+call_ne_scalar_909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ne_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ne_scalar_909(yt_tensor *const *inputs, void *ctx)
+out_ne_scalar_910(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8612,14 +8624,14 @@ out_ne_scalar_909(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_910(yt_tensor *const *inputs, void *ctx)
+call_le_911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_911(yt_tensor *const *inputs, void *ctx)
+out_le_912(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8630,14 +8642,14 @@ out_le_911(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_912(yt_tensor *const *inputs, void *ctx)
+call_le_913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_913(yt_tensor *const *inputs, void *ctx)
+out_le_914(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8648,14 +8660,14 @@ out_le_913(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_914(yt_tensor *const *inputs, void *ctx)
+call_le_915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_915(yt_tensor *const *inputs, void *ctx)
+out_le_916(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8666,14 +8678,14 @@ out_le_915(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_916(yt_tensor *const *inputs, void *ctx)
+call_le_917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_917(yt_tensor *const *inputs, void *ctx)
+out_le_918(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8684,14 +8696,14 @@ out_le_917(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_918(yt_tensor *const *inputs, void *ctx)
+call_le_919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_le_919(yt_tensor *const *inputs, void *ctx)
+out_le_920(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8702,21 +8714,21 @@ out_le_919(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_le_920(yt_tensor *const *inputs, void *ctx)
+error_le_921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_le_scalar_921(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_922(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_923(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8727,14 +8739,14 @@ out_le_scalar_922(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_923(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_924(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_925(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8745,14 +8757,14 @@ out_le_scalar_924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_925(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_926(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_926(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_927(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8763,14 +8775,14 @@ out_le_scalar_926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_le_scalar_927(yt_tensor *const *inputs, void *ctx)
+call_le_scalar_928(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_le_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_le_scalar_928(yt_tensor *const *inputs, void *ctx)
+out_le_scalar_929(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8781,14 +8793,14 @@ out_le_scalar_928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_929(yt_tensor *const *inputs, void *ctx)
+call_ge_930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_930(yt_tensor *const *inputs, void *ctx)
+out_ge_931(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8799,14 +8811,14 @@ out_ge_930(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_931(yt_tensor *const *inputs, void *ctx)
+call_ge_932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_932(yt_tensor *const *inputs, void *ctx)
+out_ge_933(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8817,14 +8829,14 @@ out_ge_932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_933(yt_tensor *const *inputs, void *ctx)
+call_ge_934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_934(yt_tensor *const *inputs, void *ctx)
+out_ge_935(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8835,14 +8847,14 @@ out_ge_934(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_935(yt_tensor *const *inputs, void *ctx)
+call_ge_936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_936(yt_tensor *const *inputs, void *ctx)
+out_ge_937(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8853,14 +8865,14 @@ out_ge_936(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_937(yt_tensor *const *inputs, void *ctx)
+call_ge_938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_ge_938(yt_tensor *const *inputs, void *ctx)
+out_ge_939(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8871,21 +8883,21 @@ out_ge_938(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_ge_939(yt_tensor *const *inputs, void *ctx)
+error_ge_940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_ge_scalar_940(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_941(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_941(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_942(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8896,14 +8908,14 @@ out_ge_scalar_941(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_942(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_943(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_944(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8914,14 +8926,14 @@ out_ge_scalar_943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_944(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_945(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_945(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_946(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8932,14 +8944,14 @@ out_ge_scalar_945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ge_scalar_946(yt_tensor *const *inputs, void *ctx)
+call_ge_scalar_947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ge_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_ge_scalar_947(yt_tensor *const *inputs, void *ctx)
+out_ge_scalar_948(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -8950,14 +8962,14 @@ out_ge_scalar_947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_948(yt_tensor *const *inputs, void *ctx)
+call_logical_and_949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_949(yt_tensor *const *inputs, void *ctx)
+out_logical_and_950(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8968,14 +8980,14 @@ out_logical_and_949(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_950(yt_tensor *const *inputs, void *ctx)
+call_logical_and_951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_951(yt_tensor *const *inputs, void *ctx)
+out_logical_and_952(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8986,14 +8998,14 @@ out_logical_and_951(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_952(yt_tensor *const *inputs, void *ctx)
+call_logical_and_953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_953(yt_tensor *const *inputs, void *ctx)
+out_logical_and_954(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9004,14 +9016,14 @@ out_logical_and_953(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_954(yt_tensor *const *inputs, void *ctx)
+call_logical_and_955(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_955(yt_tensor *const *inputs, void *ctx)
+out_logical_and_956(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9022,14 +9034,14 @@ out_logical_and_955(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_and_956(yt_tensor *const *inputs, void *ctx)
+call_logical_and_957(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_and_957(yt_tensor *const *inputs, void *ctx)
+out_logical_and_958(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9040,21 +9052,21 @@ out_logical_and_957(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_and_958(yt_tensor *const *inputs, void *ctx)
+error_logical_and_959(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_and(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_or_959(yt_tensor *const *inputs, void *ctx)
+call_logical_or_960(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_960(yt_tensor *const *inputs, void *ctx)
+out_logical_or_961(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9065,14 +9077,14 @@ out_logical_or_960(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_961(yt_tensor *const *inputs, void *ctx)
+call_logical_or_962(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_962(yt_tensor *const *inputs, void *ctx)
+out_logical_or_963(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9083,14 +9095,14 @@ out_logical_or_962(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_963(yt_tensor *const *inputs, void *ctx)
+call_logical_or_964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_964(yt_tensor *const *inputs, void *ctx)
+out_logical_or_965(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9101,14 +9113,14 @@ out_logical_or_964(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_965(yt_tensor *const *inputs, void *ctx)
+call_logical_or_966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_966(yt_tensor *const *inputs, void *ctx)
+out_logical_or_967(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9119,14 +9131,14 @@ out_logical_or_966(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_or_967(yt_tensor *const *inputs, void *ctx)
+call_logical_or_968(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_or_968(yt_tensor *const *inputs, void *ctx)
+out_logical_or_969(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9137,21 +9149,21 @@ out_logical_or_968(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_or_969(yt_tensor *const *inputs, void *ctx)
+error_logical_or_970(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_or(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_xor_970(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_971(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_972(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9162,14 +9174,14 @@ out_logical_xor_971(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_972(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_973(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_973(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_974(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9180,14 +9192,14 @@ out_logical_xor_973(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_974(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_975(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_975(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_976(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9198,14 +9210,14 @@ out_logical_xor_975(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_976(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_977(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_977(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_978(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9216,14 +9228,14 @@ out_logical_xor_977(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_xor_978(yt_tensor *const *inputs, void *ctx)
+call_logical_xor_979(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_logical_xor_979(yt_tensor *const *inputs, void *ctx)
+out_logical_xor_980(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9234,21 +9246,21 @@ out_logical_xor_979(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logical_xor_980(yt_tensor *const *inputs, void *ctx)
+error_logical_xor_981(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_xor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_logical_not_981(yt_tensor *const *inputs, void *ctx)
+call_logical_not_982(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_982(yt_tensor *const *inputs, void *ctx)
+out_logical_not_983(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -9259,14 +9271,14 @@ out_logical_not_982(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_983(yt_tensor *const *inputs, void *ctx)
+call_logical_not_984(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_984(yt_tensor *const *inputs, void *ctx)
+out_logical_not_985(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -9277,14 +9289,14 @@ out_logical_not_984(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_985(yt_tensor *const *inputs, void *ctx)
+call_logical_not_986(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_986(yt_tensor *const *inputs, void *ctx)
+out_logical_not_987(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -9295,14 +9307,14 @@ out_logical_not_986(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logical_not_987(yt_tensor *const *inputs, void *ctx)
+call_logical_not_988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_logical_not(inputs[0]);
 }
 
 static yt_tensor *
-out_logical_not_988(yt_tensor *const *inputs, void *ctx)
+out_logical_not_989(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
@@ -9313,14 +9325,14 @@ out_logical_not_988(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_989(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_990(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_masked_fill_990(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_991(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -9332,14 +9344,14 @@ inplace_masked_fill_990(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_991(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_992(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-inplace_masked_fill_992(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_993(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -9351,14 +9363,14 @@ inplace_masked_fill_992(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_993(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(0.0));
 }
 
 static yt_tensor *
-inplace_masked_fill_994(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_995(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -9370,14 +9382,14 @@ inplace_masked_fill_994(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_995(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill(inputs[0], inputs[1], yt_float(1.0));
 }
 
 static yt_tensor *
-inplace_masked_fill_996(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -9389,13 +9401,6 @@ inplace_masked_fill_996(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_fill_997(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
-}
-
-static yt_tensor *
 error_masked_fill_998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
@@ -9403,14 +9408,21 @@ error_masked_fill_998(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_tensor_999(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_999(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_masked_fill_tensor_1000(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_1000(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_1001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -9422,14 +9434,14 @@ inplace_masked_fill_tensor_1000(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_tensor_1001(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_1002(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_1002(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_1003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -9441,14 +9453,14 @@ inplace_masked_fill_tensor_1002(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_fill_tensor_1003(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_1004(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-inplace_masked_fill_tensor_1004(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_1005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -9457,13 +9469,6 @@ inplace_masked_fill_tensor_1004(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return copy;
-}
-
-static yt_tensor *
-error_masked_fill_tensor_1005(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -9481,10 +9486,10 @@ error_masked_fill_tensor_1007(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_1008(yt_tensor *const *inputs, void *ctx)
+error_masked_fill_tensor_1008(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -9509,7 +9514,14 @@ call_sum_1011(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_1012(yt_tensor *const *inputs, void *ctx)
+call_sum_1012(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_sum_dim_1013(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9517,7 +9529,7 @@ call_sum_dim_1012(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_1013(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1014(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9529,7 +9541,7 @@ out_sum_dim_1013(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_1014(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_1015(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9537,7 +9549,7 @@ call_sum_dim_1014(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_1015(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1016(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9549,7 +9561,7 @@ out_sum_dim_1015(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_1016(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_1017(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {-1};
@@ -9557,7 +9569,7 @@ call_sum_dim_1016(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_1017(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1018(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {-1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9569,7 +9581,7 @@ out_sum_dim_1017(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_1018(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_1019(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9577,7 +9589,7 @@ call_sum_dim_1018(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_1019(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1020(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9589,18 +9601,11 @@ out_sum_dim_1019(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_dim_1020(yt_tensor *const *inputs, void *ctx)
+error_sum_dim_1021(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
     return yt_sum_dim_ex(inputs[0], dim, 1, false, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_mean_1021(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -9621,18 +9626,25 @@ static yt_tensor *
 call_mean_1024(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_mean_1025(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_mean_1025(yt_tensor *const *inputs, void *ctx)
+error_mean_1026(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_dim_1026(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1027(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9640,7 +9652,7 @@ call_mean_dim_1026(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1027(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1028(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9652,7 +9664,7 @@ out_mean_dim_1027(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1028(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1029(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9660,7 +9672,7 @@ call_mean_dim_1028(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1029(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1030(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9672,7 +9684,7 @@ out_mean_dim_1029(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1030(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9680,7 +9692,7 @@ call_mean_dim_1030(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9692,7 +9704,7 @@ out_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9700,7 +9712,7 @@ call_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9712,7 +9724,7 @@ out_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9720,7 +9732,7 @@ error_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_1036(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9728,7 +9740,7 @@ error_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1036(yt_tensor *const *inputs, void *ctx)
+call_amax_1037(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9736,7 +9748,7 @@ call_amax_1036(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_1037(yt_tensor *const *inputs, void *ctx)
+out_amax_1038(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9748,7 +9760,7 @@ out_amax_1037(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1038(yt_tensor *const *inputs, void *ctx)
+call_amax_1039(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9756,7 +9768,7 @@ call_amax_1038(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_1039(yt_tensor *const *inputs, void *ctx)
+out_amax_1040(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9768,14 +9780,14 @@ out_amax_1039(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1040(yt_tensor *const *inputs, void *ctx)
+call_amax_1041(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amax_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amax_1041(yt_tensor *const *inputs, void *ctx)
+out_amax_1042(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amax_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -9786,7 +9798,7 @@ out_amax_1041(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amax_1042(yt_tensor *const *inputs, void *ctx)
+error_amax_1043(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9794,7 +9806,7 @@ error_amax_1042(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1043(yt_tensor *const *inputs, void *ctx)
+call_amin_1044(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9802,7 +9814,7 @@ call_amin_1043(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amin_1044(yt_tensor *const *inputs, void *ctx)
+out_amin_1045(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9814,7 +9826,7 @@ out_amin_1044(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1045(yt_tensor *const *inputs, void *ctx)
+call_amin_1046(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9822,7 +9834,7 @@ call_amin_1045(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amin_1046(yt_tensor *const *inputs, void *ctx)
+out_amin_1047(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9834,7 +9846,7 @@ out_amin_1046(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1047(yt_tensor *const *inputs, void *ctx)
+call_amin_1048(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9842,7 +9854,7 @@ call_amin_1047(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amin_1048(yt_tensor *const *inputs, void *ctx)
+out_amin_1049(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9854,14 +9866,14 @@ out_amin_1048(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1049(yt_tensor *const *inputs, void *ctx)
+call_amin_1050(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amin_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amin_1050(yt_tensor *const *inputs, void *ctx)
+out_amin_1051(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -9872,7 +9884,7 @@ out_amin_1050(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1051(yt_tensor *const *inputs, void *ctx)
+call_amin_1052(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9880,7 +9892,7 @@ call_amin_1051(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amin_1052(yt_tensor *const *inputs, void *ctx)
+out_amin_1053(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9892,18 +9904,11 @@ out_amin_1052(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amin_1053(yt_tensor *const *inputs, void *ctx)
+error_amin_1054(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
     return yt_amin_ex(inputs[0], dim, 1, false);
-}
-
-static yt_tensor *
-call_max_1054(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_max(inputs[0]);
 }
 
 static yt_tensor *
@@ -9921,10 +9926,10 @@ call_max_1056(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_1057(yt_tensor *const *inputs, void *ctx)
+call_max_1057(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_min(inputs[0]);
+    return yt_max(inputs[0]);
 }
 
 static yt_tensor *
@@ -9942,7 +9947,14 @@ call_min_1059(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1060(yt_tensor *const *inputs, void *ctx)
+call_min_1060(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_max_dim_values_1061(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -9953,7 +9965,7 @@ call_max_dim_values_1060(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1061(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1062(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -9973,7 +9985,7 @@ out_max_dim_values_1061(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1062(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -9984,7 +9996,7 @@ call_max_dim_indices_1062(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1063(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1064(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10004,7 +10016,7 @@ out_max_dim_indices_1063(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1064(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10015,7 +10027,7 @@ call_max_dim_values_1064(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1065(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1066(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10034,7 +10046,7 @@ out_max_dim_values_1065(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1066(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10045,7 +10057,7 @@ call_max_dim_indices_1066(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1067(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1068(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10064,7 +10076,7 @@ out_max_dim_indices_1067(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1068(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1069(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10075,7 +10087,7 @@ call_max_dim_values_1068(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1069(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1070(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10095,7 +10107,7 @@ out_max_dim_values_1069(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1070(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1071(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10106,7 +10118,7 @@ call_max_dim_indices_1070(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1071(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1072(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10126,7 +10138,7 @@ out_max_dim_indices_1071(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1072(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1073(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10137,7 +10149,7 @@ call_max_dim_values_1072(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1073(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1074(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10157,7 +10169,7 @@ out_max_dim_values_1073(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1074(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1075(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10168,7 +10180,7 @@ call_max_dim_indices_1074(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1075(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1076(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10188,7 +10200,7 @@ out_max_dim_indices_1075(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1076(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1077(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10199,7 +10211,7 @@ call_max_dim_values_1076(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_values_1077(yt_tensor *const *inputs, void *ctx)
+out_max_dim_values_1078(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10219,7 +10231,7 @@ out_max_dim_values_1077(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_indices_1078(yt_tensor *const *inputs, void *ctx)
+call_max_dim_indices_1079(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10230,7 +10242,7 @@ call_max_dim_indices_1078(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_max_dim_indices_1079(yt_tensor *const *inputs, void *ctx)
+out_max_dim_indices_1080(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10250,7 +10262,7 @@ out_max_dim_indices_1079(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_dim_1080(yt_tensor *const *inputs, void *ctx)
+error_max_dim_1081(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10261,7 +10273,7 @@ error_max_dim_1080(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1081(yt_tensor *const *inputs, void *ctx)
+call_min_dim_values_1082(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10272,7 +10284,7 @@ call_min_dim_values_1081(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_values_1082(yt_tensor *const *inputs, void *ctx)
+out_min_dim_values_1083(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10292,7 +10304,7 @@ out_min_dim_values_1082(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_indices_1083(yt_tensor *const *inputs, void *ctx)
+call_min_dim_indices_1084(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10303,7 +10315,7 @@ call_min_dim_indices_1083(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_indices_1084(yt_tensor *const *inputs, void *ctx)
+out_min_dim_indices_1085(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10323,7 +10335,7 @@ out_min_dim_indices_1084(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1085(yt_tensor *const *inputs, void *ctx)
+call_min_dim_values_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10334,7 +10346,7 @@ call_min_dim_values_1085(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_values_1086(yt_tensor *const *inputs, void *ctx)
+out_min_dim_values_1087(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10353,7 +10365,7 @@ out_min_dim_values_1086(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_indices_1087(yt_tensor *const *inputs, void *ctx)
+call_min_dim_indices_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10364,7 +10376,7 @@ call_min_dim_indices_1087(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_indices_1088(yt_tensor *const *inputs, void *ctx)
+out_min_dim_indices_1089(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10383,7 +10395,7 @@ out_min_dim_indices_1088(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1089(yt_tensor *const *inputs, void *ctx)
+call_min_dim_values_1090(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10394,7 +10406,7 @@ call_min_dim_values_1089(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_values_1090(yt_tensor *const *inputs, void *ctx)
+out_min_dim_values_1091(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10414,7 +10426,7 @@ out_min_dim_values_1090(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_indices_1091(yt_tensor *const *inputs, void *ctx)
+call_min_dim_indices_1092(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10425,7 +10437,7 @@ call_min_dim_indices_1091(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_indices_1092(yt_tensor *const *inputs, void *ctx)
+out_min_dim_indices_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10445,7 +10457,7 @@ out_min_dim_indices_1092(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1093(yt_tensor *const *inputs, void *ctx)
+call_min_dim_values_1094(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10456,7 +10468,7 @@ call_min_dim_values_1093(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_values_1094(yt_tensor *const *inputs, void *ctx)
+out_min_dim_values_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10476,7 +10488,7 @@ out_min_dim_values_1094(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_indices_1095(yt_tensor *const *inputs, void *ctx)
+call_min_dim_indices_1096(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10487,7 +10499,7 @@ call_min_dim_indices_1095(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_min_dim_indices_1096(yt_tensor *const *inputs, void *ctx)
+out_min_dim_indices_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10507,7 +10519,7 @@ out_min_dim_indices_1096(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_min_dim_1097(yt_tensor *const *inputs, void *ctx)
+error_min_dim_1098(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10518,14 +10530,14 @@ error_min_dim_1097(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1098(yt_tensor *const *inputs, void *ctx)
+call_argmax_1099(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmax_1099(yt_tensor *const *inputs, void *ctx)
+out_argmax_1100(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10536,14 +10548,14 @@ out_argmax_1099(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1100(yt_tensor *const *inputs, void *ctx)
+call_argmax_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_argmax_1101(yt_tensor *const *inputs, void *ctx)
+out_argmax_1102(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10554,14 +10566,14 @@ out_argmax_1101(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1102(yt_tensor *const *inputs, void *ctx)
+call_argmax_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-out_argmax_1103(yt_tensor *const *inputs, void *ctx)
+out_argmax_1104(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
@@ -10572,14 +10584,14 @@ out_argmax_1103(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1104(yt_tensor *const *inputs, void *ctx)
+call_argmax_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], YT_NONE, false);
 }
 
 static yt_tensor *
-out_argmax_1105(yt_tensor *const *inputs, void *ctx)
+out_argmax_1106(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
@@ -10590,14 +10602,14 @@ out_argmax_1105(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1106(yt_tensor *const *inputs, void *ctx)
+call_argmax_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmax_1107(yt_tensor *const *inputs, void *ctx)
+out_argmax_1108(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10608,21 +10620,21 @@ out_argmax_1107(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_argmax_1108(yt_tensor *const *inputs, void *ctx)
+error_argmax_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argmin_1109(yt_tensor *const *inputs, void *ctx)
+call_argmin_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmin_1110(yt_tensor *const *inputs, void *ctx)
+out_argmin_1111(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10633,14 +10645,14 @@ out_argmin_1110(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1111(yt_tensor *const *inputs, void *ctx)
+call_argmin_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_argmin_1112(yt_tensor *const *inputs, void *ctx)
+out_argmin_1113(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10651,14 +10663,14 @@ out_argmin_1112(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1113(yt_tensor *const *inputs, void *ctx)
+call_argmin_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-out_argmin_1114(yt_tensor *const *inputs, void *ctx)
+out_argmin_1115(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
@@ -10669,14 +10681,14 @@ out_argmin_1114(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1115(yt_tensor *const *inputs, void *ctx)
+call_argmin_1116(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], YT_NONE, false);
 }
 
 static yt_tensor *
-out_argmin_1116(yt_tensor *const *inputs, void *ctx)
+out_argmin_1117(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
@@ -10687,17 +10699,10 @@ out_argmin_1116(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_argmin_1117(yt_tensor *const *inputs, void *ctx)
+error_argmin_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 1, false);
-}
-
-static yt_tensor *
-call_prod_1118(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -10722,14 +10727,21 @@ call_prod_1121(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1122(yt_tensor *const *inputs, void *ctx)
+call_prod_1122(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_dim_int_1123(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1123(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1124(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10740,14 +10752,14 @@ out_prod_dim_int_1123(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1124(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1125(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1125(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1126(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
@@ -10758,14 +10770,14 @@ out_prod_dim_int_1125(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1126(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1127(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1127(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1128(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10776,14 +10788,14 @@ out_prod_dim_int_1127(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1128(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1129(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1130(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10794,17 +10806,10 @@ out_prod_dim_int_1129(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_prod_dim_int_1130(yt_tensor *const *inputs, void *ctx)
+error_prod_dim_int_1131(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_all_1131(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_all(inputs[0]);
 }
 
 static yt_tensor *
@@ -10815,14 +10820,21 @@ call_all_1132(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_all_dim_1133(yt_tensor *const *inputs, void *ctx)
+call_all_1133(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_dim_1134(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_all_dim_1134(yt_tensor *const *inputs, void *ctx)
+out_all_dim_1135(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10833,14 +10845,14 @@ out_all_dim_1134(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_all_dim_1135(yt_tensor *const *inputs, void *ctx)
+call_all_dim_1136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_all_dim_1136(yt_tensor *const *inputs, void *ctx)
+out_all_dim_1137(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10851,14 +10863,14 @@ out_all_dim_1136(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_all_dim_1137(yt_tensor *const *inputs, void *ctx)
+call_all_dim_1138(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_all_dim_1138(yt_tensor *const *inputs, void *ctx)
+out_all_dim_1139(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10869,17 +10881,10 @@ out_all_dim_1138(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_all_dim_1139(yt_tensor *const *inputs, void *ctx)
+error_all_dim_1140(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 7, false);
-}
-
-static yt_tensor *
-call_any_1140(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_any(inputs[0]);
 }
 
 static yt_tensor *
@@ -10890,14 +10895,21 @@ call_any_1141(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_any_dim_1142(yt_tensor *const *inputs, void *ctx)
+call_any_1142(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_dim_1143(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_any_dim_1143(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1144(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10908,14 +10920,14 @@ out_any_dim_1143(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_any_dim_1144(yt_tensor *const *inputs, void *ctx)
+call_any_dim_1145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_any_dim_1145(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1146(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10926,14 +10938,14 @@ out_any_dim_1145(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_any_dim_1146(yt_tensor *const *inputs, void *ctx)
+call_any_dim_1147(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_any_dim_1147(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1148(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10944,21 +10956,21 @@ out_any_dim_1147(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_any_dim_1148(yt_tensor *const *inputs, void *ctx)
+error_any_dim_1149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 7, false);
 }
 
 static yt_tensor *
-call_cumsum_1149(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1150(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1150(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1151(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
@@ -10969,14 +10981,14 @@ out_cumsum_1150(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_1151(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1152(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1152(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1153(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
@@ -10987,14 +10999,14 @@ out_cumsum_1152(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_1153(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1154(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1154(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1155(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -11005,14 +11017,14 @@ out_cumsum_1154(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_1155(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1156(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1156(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1157(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -11023,14 +11035,14 @@ out_cumsum_1156(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_1157(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1158(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_1158(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1159(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -11041,14 +11053,14 @@ out_cumsum_1158(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_cumsum_1159(yt_tensor *const *inputs, void *ctx)
+error_cumsum_1160(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_logsumexp_1160(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11056,7 +11068,7 @@ call_logsumexp_1160(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logsumexp_1161(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1162(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11064,18 +11076,10 @@ call_logsumexp_1161(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logsumexp_1162(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dim[] = {0};
-    return yt_logsumexp_ex(inputs[0], dim, 1, false);
-}
-
-static yt_tensor *
 call_logsumexp_1163(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t dim[] = {1};
+    static const int64_t dim[] = {0};
     return yt_logsumexp_ex(inputs[0], dim, 1, false);
 }
 
@@ -11091,12 +11095,20 @@ static yt_tensor *
 call_logsumexp_1165(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1166(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t dim[] = {0, 1};
     return yt_logsumexp_ex(inputs[0], dim, 2, false);
 }
 
 static yt_tensor *
-error_logsumexp_1166(yt_tensor *const *inputs, void *ctx)
+error_logsumexp_1167(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11104,7 +11116,7 @@ error_logsumexp_1166(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1167(yt_tensor *const *inputs, void *ctx)
+call_var_1168(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11112,7 +11124,7 @@ call_var_1167(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1168(yt_tensor *const *inputs, void *ctx)
+call_var_1169(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11120,7 +11132,7 @@ call_var_1168(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1169(yt_tensor *const *inputs, void *ctx)
+call_var_1170(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11128,14 +11140,14 @@ call_var_1169(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1170(yt_tensor *const *inputs, void *ctx)
+call_var_1171(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
 }
 
 static yt_tensor *
-error_var_1171(yt_tensor *const *inputs, void *ctx)
+error_var_1172(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11143,7 +11155,7 @@ error_var_1171(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_var_1172(yt_tensor *const *inputs, void *ctx)
+error_var_1173(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11151,7 +11163,7 @@ error_var_1172(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1173(yt_tensor *const *inputs, void *ctx)
+call_std_1174(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11159,7 +11171,7 @@ call_std_1173(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1174(yt_tensor *const *inputs, void *ctx)
+call_std_1175(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11167,7 +11179,7 @@ call_std_1174(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1175(yt_tensor *const *inputs, void *ctx)
+call_std_1176(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11175,7 +11187,7 @@ call_std_1175(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_std_1176(yt_tensor *const *inputs, void *ctx)
+error_std_1177(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11183,7 +11195,7 @@ error_std_1176(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_std_1177(yt_tensor *const *inputs, void *ctx)
+error_std_1178(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11191,7 +11203,7 @@ error_std_1177(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1178(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1179(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11199,7 +11211,7 @@ call_linalg_vector_norm_1178(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1179(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1180(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11207,7 +11219,7 @@ call_linalg_vector_norm_1179(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1180(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1181(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11215,21 +11227,21 @@ call_linalg_vector_norm_1180(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1181(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1182(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1183(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1183(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11237,7 +11249,7 @@ error_linalg_vector_norm_1183(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1185(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11245,14 +11257,14 @@ error_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1185(yt_tensor *const *inputs, void *ctx)
+call_mm_1186(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1186(yt_tensor *const *inputs, void *ctx)
+out_mm_1187(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11263,14 +11275,14 @@ out_mm_1186(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1187(yt_tensor *const *inputs, void *ctx)
+call_mm_1188(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1188(yt_tensor *const *inputs, void *ctx)
+out_mm_1189(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11281,14 +11293,14 @@ out_mm_1188(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1189(yt_tensor *const *inputs, void *ctx)
+call_mm_1190(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1190(yt_tensor *const *inputs, void *ctx)
+out_mm_1191(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11299,14 +11311,14 @@ out_mm_1190(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1191(yt_tensor *const *inputs, void *ctx)
+call_mm_1192(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1192(yt_tensor *const *inputs, void *ctx)
+out_mm_1193(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11314,13 +11326,6 @@ out_mm_1192(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_mm_1193(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11345,10 +11350,10 @@ error_mm_1196(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_matmul_1197(yt_tensor *const *inputs, void *ctx)
+error_mm_1197(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
+    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11422,7 +11427,7 @@ call_matmul_1207(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_1208(yt_tensor *const *inputs, void *ctx)
+call_matmul_1208(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
@@ -11443,14 +11448,21 @@ error_matmul_1210(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1211(yt_tensor *const *inputs, void *ctx)
+error_matmul_1211(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_bmm_1212(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1212(yt_tensor *const *inputs, void *ctx)
+out_bmm_1213(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11461,14 +11473,14 @@ out_bmm_1212(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1213(yt_tensor *const *inputs, void *ctx)
+call_bmm_1214(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1214(yt_tensor *const *inputs, void *ctx)
+out_bmm_1215(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11479,14 +11491,14 @@ out_bmm_1214(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1215(yt_tensor *const *inputs, void *ctx)
+call_bmm_1216(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1216(yt_tensor *const *inputs, void *ctx)
+out_bmm_1217(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11497,14 +11509,14 @@ out_bmm_1216(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1217(yt_tensor *const *inputs, void *ctx)
+call_bmm_1218(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1218(yt_tensor *const *inputs, void *ctx)
+out_bmm_1219(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11512,13 +11524,6 @@ out_bmm_1218(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_bmm_1219(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11550,14 +11555,21 @@ error_bmm_1223(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1224(yt_tensor *const *inputs, void *ctx)
+error_bmm_1224(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_1225(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_1225(yt_tensor *const *inputs, void *ctx)
+out_addmm_1226(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11569,14 +11581,14 @@ out_addmm_1225(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1226(yt_tensor *const *inputs, void *ctx)
+call_addmm_1227(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1227(yt_tensor *const *inputs, void *ctx)
+out_addmm_1228(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11588,14 +11600,14 @@ out_addmm_1227(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1228(yt_tensor *const *inputs, void *ctx)
+call_addmm_1229(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1229(yt_tensor *const *inputs, void *ctx)
+out_addmm_1230(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11607,14 +11619,14 @@ out_addmm_1229(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1230(yt_tensor *const *inputs, void *ctx)
+call_addmm_1231(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1231(yt_tensor *const *inputs, void *ctx)
+out_addmm_1232(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11626,14 +11638,14 @@ out_addmm_1231(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1232(yt_tensor *const *inputs, void *ctx)
+call_addmm_1233(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1233(yt_tensor *const *inputs, void *ctx)
+out_addmm_1234(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11642,13 +11654,6 @@ out_addmm_1233(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_addmm_1234(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -11690,18 +11695,25 @@ static yt_tensor *
 error_addmm_1240(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_1241(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_1241(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1242(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_1242(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1243(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -11713,14 +11725,14 @@ out_baddbmm_1242(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1243(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1244(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1244(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1245(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11732,14 +11744,14 @@ out_baddbmm_1244(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1245(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1246(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1246(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1247(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11751,14 +11763,14 @@ out_baddbmm_1246(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1247(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1248(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1248(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1249(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11770,14 +11782,14 @@ out_baddbmm_1248(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1249(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1250(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1250(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1251(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11786,13 +11798,6 @@ out_baddbmm_1250(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_baddbmm_1251(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -11848,14 +11853,14 @@ static yt_tensor *
 error_baddbmm_1259(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-call_dot_1260(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1260(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dot(inputs[0], inputs[1]);
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
@@ -11873,7 +11878,7 @@ call_dot_1262(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_dot_1263(yt_tensor *const *inputs, void *ctx)
+call_dot_1263(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
@@ -11901,10 +11906,10 @@ error_dot_1266(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_outer_1267(yt_tensor *const *inputs, void *ctx)
+error_dot_1267(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_outer(inputs[0], inputs[1]);
+    return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11922,7 +11927,7 @@ call_outer_1269(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_outer_1270(yt_tensor *const *inputs, void *ctx)
+call_outer_1270(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
@@ -11943,10 +11948,10 @@ error_outer_1272(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linear_1273(yt_tensor *const *inputs, void *ctx)
+error_outer_1273(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11960,14 +11965,14 @@ static yt_tensor *
 call_linear_1275(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 call_linear_1276(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -11988,7 +11993,7 @@ static yt_tensor *
 call_linear_1279(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -12023,14 +12028,14 @@ static yt_tensor *
 call_linear_1284(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_linear_1285(yt_tensor *const *inputs, void *ctx)
+call_linear_1285(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -12051,7 +12056,7 @@ static yt_tensor *
 error_linear_1288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -12062,24 +12067,24 @@ error_linear_1289(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1290(yt_tensor *const *inputs, void *ctx)
+error_linear_1290(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 call_mm_mat1_backward_1291(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
 call_mm_mat1_backward_1292(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
@@ -12090,7 +12095,7 @@ call_mm_mat1_backward_1293(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1294(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1294(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
@@ -12118,24 +12123,24 @@ error_mm_mat1_backward_1297(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1298(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1298(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
 call_mm_mat2_backward_1299(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
 call_mm_mat2_backward_1300(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
@@ -12146,7 +12151,7 @@ call_mm_mat2_backward_1301(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1302(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1302(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
@@ -12174,10 +12179,10 @@ error_mm_mat2_backward_1305(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_t_1306(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1306(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_t(inputs[0]);
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
@@ -12188,42 +12193,49 @@ call_t_1307(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_t_1308(yt_tensor *const *inputs, void *ctx)
+call_t_1308(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_1309(yt_tensor *const *inputs, void *ctx)
+error_t_1309(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_transpose(inputs[0], 0, 1);
+    return yt_t(inputs[0]);
 }
 
 static yt_tensor *
 call_transpose_1310(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_transpose(inputs[0], -1, 0);
+    return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-error_transpose_1311(yt_tensor *const *inputs, void *ctx)
+call_transpose_1311(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_transpose(inputs[0], 7, 1);
+    return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
 error_transpose_1312(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_transpose(inputs[0], 7, 1);
+}
+
+static yt_tensor *
+error_transpose_1313(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_1313(yt_tensor *const *inputs, void *ctx)
+call_permute_1314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -12231,7 +12243,7 @@ call_permute_1313(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1314(yt_tensor *const *inputs, void *ctx)
+error_permute_1315(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12239,7 +12251,7 @@ error_permute_1314(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1315(yt_tensor *const *inputs, void *ctx)
+error_permute_1316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12247,7 +12259,7 @@ error_permute_1315(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1316(yt_tensor *const *inputs, void *ctx)
+call_view_1317(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -12255,7 +12267,7 @@ call_view_1316(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1317(yt_tensor *const *inputs, void *ctx)
+call_view_1318(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -12263,7 +12275,7 @@ call_view_1317(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1318(yt_tensor *const *inputs, void *ctx)
+call_reshape_1319(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -12271,7 +12283,7 @@ call_reshape_1318(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1319(yt_tensor *const *inputs, void *ctx)
+call_reshape_1320(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -12279,7 +12291,7 @@ call_reshape_1319(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1320(yt_tensor *const *inputs, void *ctx)
+call_expand_1321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12287,7 +12299,7 @@ call_expand_1320(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1321(yt_tensor *const *inputs, void *ctx)
+call_expand_1322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12295,122 +12307,115 @@ call_expand_1321(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1322(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1323(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1324(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1325(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1326(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1327(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1328(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1329(yt_tensor *const *inputs, void *ctx)
+call_slice_1330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1330(yt_tensor *const *inputs, void *ctx)
+call_slice_1331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1331(yt_tensor *const *inputs, void *ctx)
+error_slice_1332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1332(yt_tensor *const *inputs, void *ctx)
+error_slice_1333(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1333(yt_tensor *const *inputs, void *ctx)
+call_select_1334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1334(yt_tensor *const *inputs, void *ctx)
+call_select_1335(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1335(yt_tensor *const *inputs, void *ctx)
+error_select_1336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1336(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_flatten_1337(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_flatten_ex(inputs[0], 1, 2);
-}
-
-static yt_tensor *
 call_flatten_1338(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_flatten_ex(inputs[0], 0, -1);
+    return yt_flatten_ex(inputs[0], 1, 2);
 }
 
 static yt_tensor *
@@ -12424,39 +12429,46 @@ static yt_tensor *
 call_flatten_1340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_flatten_ex(inputs[0], 0, 1);
+    return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
 call_flatten_1341(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_flatten_ex(inputs[0], 0, -1);
+    return yt_flatten_ex(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-error_flatten_1342(yt_tensor *const *inputs, void *ctx)
+call_flatten_1342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_flatten_ex(inputs[0], 2, 1);
+    return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
 error_flatten_1343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_flatten_ex(inputs[0], 7, 2);
+    return yt_flatten_ex(inputs[0], 2, 1);
 }
 
 static yt_tensor *
 error_flatten_1344(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_flatten_ex(inputs[0], 7, 2);
+}
+
+static yt_tensor *
+error_flatten_1345(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 7);
 }
 
 static yt_tensor *
-call_unflatten_1345(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12464,7 +12476,7 @@ call_unflatten_1345(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1346(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {-1, 2};
@@ -12472,7 +12484,7 @@ call_unflatten_1346(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1347(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3, 2};
@@ -12480,7 +12492,7 @@ call_unflatten_1347(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1348(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {0, 5};
@@ -12488,7 +12500,7 @@ call_unflatten_1348(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1349(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {1};
@@ -12496,14 +12508,14 @@ error_unflatten_1349(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1350(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unflatten(inputs[0], 0, NULL, 0);
 }
 
 static yt_tensor *
-error_unflatten_1351(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12511,7 +12523,7 @@ error_unflatten_1351(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1352(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12519,7 +12531,7 @@ call_broadcast_to_1352(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1353(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12527,7 +12539,7 @@ call_broadcast_to_1353(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1354(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 5};
@@ -12535,7 +12547,7 @@ call_broadcast_to_1354(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1355(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 0};
@@ -12543,56 +12555,56 @@ call_broadcast_to_1355(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_narrow_1356(yt_tensor *const *inputs, void *ctx)
+call_narrow_1357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 1, 3);
 }
 
 static yt_tensor *
-call_narrow_1357(yt_tensor *const *inputs, void *ctx)
+call_narrow_1358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, -3, 2);
 }
 
 static yt_tensor *
-call_narrow_1358(yt_tensor *const *inputs, void *ctx)
+call_narrow_1359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 2, 0);
 }
 
 static yt_tensor *
-call_narrow_1359(yt_tensor *const *inputs, void *ctx)
+call_narrow_1360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, 3, 0);
 }
 
 static yt_tensor *
-error_narrow_1360(yt_tensor *const *inputs, void *ctx)
+error_narrow_1361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, 1);
 }
 
 static yt_tensor *
-error_narrow_1361(yt_tensor *const *inputs, void *ctx)
+error_narrow_1362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, -1);
 }
 
 static yt_tensor *
-error_narrow_1362(yt_tensor *const *inputs, void *ctx)
+error_narrow_1363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 7, 1, 3);
 }
 
 static yt_tensor *
-call_repeat_1363(yt_tensor *const *inputs, void *ctx)
+call_repeat_1364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12600,7 +12612,7 @@ call_repeat_1363(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1364(yt_tensor *const *inputs, void *ctx)
+call_repeat_1365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 1, 2};
@@ -12608,7 +12620,7 @@ call_repeat_1364(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1365(yt_tensor *const *inputs, void *ctx)
+call_repeat_1366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {1, 3};
@@ -12616,7 +12628,7 @@ call_repeat_1365(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1366(yt_tensor *const *inputs, void *ctx)
+call_repeat_1367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12624,7 +12636,7 @@ call_repeat_1366(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1367(yt_tensor *const *inputs, void *ctx)
+call_repeat_1368(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {3};
@@ -12632,7 +12644,7 @@ call_repeat_1367(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1368(yt_tensor *const *inputs, void *ctx)
+call_repeat_1369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {0};
@@ -12640,7 +12652,7 @@ call_repeat_1368(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_repeat_1369(yt_tensor *const *inputs, void *ctx)
+error_repeat_1370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2};
@@ -12648,7 +12660,7 @@ error_repeat_1369(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1370(yt_tensor *const *inputs, void *ctx)
+call_flip_1371(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12656,19 +12668,11 @@ call_flip_1370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1371(yt_tensor *const *inputs, void *ctx)
+call_flip_1372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0, -1};
     return yt_flip(inputs[0], dims, 2);
-}
-
-static yt_tensor *
-call_flip_1372(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dims[] = {1};
-    return yt_flip(inputs[0], dims, 1);
 }
 
 static yt_tensor *
@@ -12683,11 +12687,19 @@ static yt_tensor *
 call_flip_1374(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_flip(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_flip_1375(yt_tensor *const *inputs, void *ctx)
+error_flip_1376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12695,7 +12707,7 @@ error_flip_1375(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1376(yt_tensor *const *inputs, void *ctx)
+call_roll_1377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12704,7 +12716,7 @@ call_roll_1376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1377(yt_tensor *const *inputs, void *ctx)
+call_roll_1378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {-5};
@@ -12712,7 +12724,7 @@ call_roll_1377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1378(yt_tensor *const *inputs, void *ctx)
+call_roll_1379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1, 2};
@@ -12721,7 +12733,7 @@ call_roll_1378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1379(yt_tensor *const *inputs, void *ctx)
+call_roll_1380(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {2};
@@ -12730,7 +12742,7 @@ call_roll_1379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1380(yt_tensor *const *inputs, void *ctx)
+call_roll_1381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12739,14 +12751,14 @@ call_roll_1380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_roll_1381(yt_tensor *const *inputs, void *ctx)
+error_roll_1382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
 }
 
 static yt_tensor *
-error_roll_1382(yt_tensor *const *inputs, void *ctx)
+error_roll_1383(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12755,91 +12767,91 @@ error_roll_1382(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tril_1383(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_tril_ex(inputs[0], 0);
-}
-
-static yt_tensor *
 call_tril_1384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_tril_ex(inputs[0], 1);
+    return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
 call_tril_1385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_tril_ex(inputs[0], -1);
+    return yt_tril_ex(inputs[0], 1);
 }
 
 static yt_tensor *
 call_tril_1386(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_tril_ex(inputs[0], 0);
+    return yt_tril_ex(inputs[0], -1);
 }
 
 static yt_tensor *
 call_tril_1387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_1388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_tril_ex(inputs[0], -7);
 }
 
 static yt_tensor *
-error_tril_1388(yt_tensor *const *inputs, void *ctx)
+error_tril_1389(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1389(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_triu_ex(inputs[0], 0);
-}
-
-static yt_tensor *
 call_triu_1390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_triu_ex(inputs[0], 1);
+    return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
 call_triu_1391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_triu_ex(inputs[0], -1);
+    return yt_triu_ex(inputs[0], 1);
 }
 
 static yt_tensor *
 call_triu_1392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_triu_ex(inputs[0], 0);
+    return yt_triu_ex(inputs[0], -1);
 }
 
 static yt_tensor *
 call_triu_1393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_triu_ex(inputs[0], 9);
 }
 
 static yt_tensor *
-error_triu_1394(yt_tensor *const *inputs, void *ctx)
+error_triu_1395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_pad_1395(yt_tensor *const *inputs, void *ctx)
+call_pad_1396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12847,7 +12859,7 @@ call_pad_1395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1396(yt_tensor *const *inputs, void *ctx)
+call_pad_1397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 0, -1, 2};
@@ -12856,7 +12868,7 @@ call_pad_1396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1397(yt_tensor *const *inputs, void *ctx)
+call_pad_1398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1, 1, 1};
@@ -12864,7 +12876,7 @@ call_pad_1397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1398(yt_tensor *const *inputs, void *ctx)
+call_pad_1399(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 1};
@@ -12872,7 +12884,7 @@ call_pad_1398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1399(yt_tensor *const *inputs, void *ctx)
+call_pad_1400(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1};
@@ -12880,7 +12892,7 @@ call_pad_1399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1400(yt_tensor *const *inputs, void *ctx)
+call_pad_1401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2, 3, 1};
@@ -12888,7 +12900,7 @@ call_pad_1400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1401(yt_tensor *const *inputs, void *ctx)
+call_pad_1402(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 3};
@@ -12896,7 +12908,7 @@ call_pad_1401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1402(yt_tensor *const *inputs, void *ctx)
+call_pad_1403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12904,7 +12916,7 @@ call_pad_1402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pad_1403(yt_tensor *const *inputs, void *ctx)
+error_pad_1404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12912,7 +12924,7 @@ error_pad_1403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1404(yt_tensor *const *inputs, void *ctx)
+call_cat_1405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12920,7 +12932,7 @@ call_cat_1404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1405(yt_tensor *const *inputs, void *ctx)
+out_cat_1406(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12932,7 +12944,7 @@ out_cat_1405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1406(yt_tensor *const *inputs, void *ctx)
+call_cat_1407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -12940,7 +12952,7 @@ call_cat_1406(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1407(yt_tensor *const *inputs, void *ctx)
+out_cat_1408(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12952,7 +12964,7 @@ out_cat_1407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1408(yt_tensor *const *inputs, void *ctx)
+call_cat_1409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12960,7 +12972,7 @@ call_cat_1408(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1409(yt_tensor *const *inputs, void *ctx)
+out_cat_1410(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12972,7 +12984,7 @@ out_cat_1409(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1410(yt_tensor *const *inputs, void *ctx)
+call_cat_1411(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -12980,7 +12992,7 @@ call_cat_1410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1411(yt_tensor *const *inputs, void *ctx)
+out_cat_1412(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12992,7 +13004,7 @@ out_cat_1411(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1412(yt_tensor *const *inputs, void *ctx)
+call_cat_1413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13000,7 +13012,7 @@ call_cat_1412(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1413(yt_tensor *const *inputs, void *ctx)
+out_cat_1414(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13012,7 +13024,7 @@ out_cat_1413(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1414(yt_tensor *const *inputs, void *ctx)
+call_stack_1415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13020,7 +13032,7 @@ call_stack_1414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1415(yt_tensor *const *inputs, void *ctx)
+call_stack_1416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13028,7 +13040,7 @@ call_stack_1415(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1416(yt_tensor *const *inputs, void *ctx)
+call_stack_1417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13036,7 +13048,7 @@ call_stack_1416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1417(yt_tensor *const *inputs, void *ctx)
+call_stack_1418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13044,7 +13056,7 @@ call_stack_1417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1418(yt_tensor *const *inputs, void *ctx)
+call_stack_1419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13075,7 +13087,7 @@ weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
 }
 
 static yt_tensor *
-call_split_1419(yt_tensor *const *inputs, void *ctx)
+call_split_1420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13085,7 +13097,7 @@ call_split_1419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1420(yt_tensor *const *inputs, void *ctx)
+error_split_1421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13094,7 +13106,7 @@ error_split_1420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1421(yt_tensor *const *inputs, void *ctx)
+call_split_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13104,7 +13116,7 @@ call_split_1421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1422(yt_tensor *const *inputs, void *ctx)
+error_split_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13113,7 +13125,7 @@ error_split_1422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1423(yt_tensor *const *inputs, void *ctx)
+call_split_1424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13123,7 +13135,7 @@ call_split_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1424(yt_tensor *const *inputs, void *ctx)
+error_split_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13132,7 +13144,7 @@ error_split_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1425(yt_tensor *const *inputs, void *ctx)
+call_split_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13142,7 +13154,7 @@ call_split_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1426(yt_tensor *const *inputs, void *ctx)
+error_split_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13151,7 +13163,7 @@ error_split_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1427(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13163,7 +13175,7 @@ call_split_with_sizes_1427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1428(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13173,7 +13185,7 @@ error_split_with_sizes_1428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1429(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13185,7 +13197,7 @@ call_split_with_sizes_1429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1430(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13195,7 +13207,7 @@ error_split_with_sizes_1430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1431(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13207,7 +13219,7 @@ call_split_with_sizes_1431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1432(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13217,7 +13229,7 @@ error_split_with_sizes_1432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1433(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13229,7 +13241,7 @@ call_split_with_sizes_1433(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1434(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13239,7 +13251,7 @@ error_split_with_sizes_1434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1435(yt_tensor *const *inputs, void *ctx)
+call_chunk_1436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13249,7 +13261,7 @@ call_chunk_1435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1436(yt_tensor *const *inputs, void *ctx)
+error_chunk_1437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13258,7 +13270,7 @@ error_chunk_1436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1437(yt_tensor *const *inputs, void *ctx)
+call_chunk_1438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13268,7 +13280,7 @@ call_chunk_1437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1438(yt_tensor *const *inputs, void *ctx)
+error_chunk_1439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13277,7 +13289,7 @@ error_chunk_1438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1439(yt_tensor *const *inputs, void *ctx)
+call_chunk_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13287,7 +13299,7 @@ call_chunk_1439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1440(yt_tensor *const *inputs, void *ctx)
+error_chunk_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13296,7 +13308,7 @@ error_chunk_1440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1441(yt_tensor *const *inputs, void *ctx)
+call_chunk_1442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13306,7 +13318,7 @@ call_chunk_1441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1442(yt_tensor *const *inputs, void *ctx)
+error_chunk_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13315,7 +13327,7 @@ error_chunk_1442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1443(yt_tensor *const *inputs, void *ctx)
+call_unbind_1444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13325,7 +13337,7 @@ call_unbind_1443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1444(yt_tensor *const *inputs, void *ctx)
+error_unbind_1445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13334,7 +13346,7 @@ error_unbind_1444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1445(yt_tensor *const *inputs, void *ctx)
+call_unbind_1446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13344,7 +13356,7 @@ call_unbind_1445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1446(yt_tensor *const *inputs, void *ctx)
+error_unbind_1447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13353,7 +13365,7 @@ error_unbind_1446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1447(yt_tensor *const *inputs, void *ctx)
+call_unbind_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13363,7 +13375,7 @@ call_unbind_1447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1448(yt_tensor *const *inputs, void *ctx)
+error_unbind_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13372,7 +13384,7 @@ error_unbind_1448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1449(yt_tensor *const *inputs, void *ctx)
+call_unbind_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13382,7 +13394,7 @@ call_unbind_1449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1450(yt_tensor *const *inputs, void *ctx)
+error_unbind_1451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13391,14 +13403,14 @@ error_unbind_1450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1451(yt_tensor *const *inputs, void *ctx)
+call_index_select_1452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1452(yt_tensor *const *inputs, void *ctx)
+out_index_select_1453(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13409,14 +13421,14 @@ out_index_select_1452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1453(yt_tensor *const *inputs, void *ctx)
+call_index_select_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1454(yt_tensor *const *inputs, void *ctx)
+out_index_select_1455(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13427,14 +13439,14 @@ out_index_select_1454(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1455(yt_tensor *const *inputs, void *ctx)
+call_index_select_1456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1456(yt_tensor *const *inputs, void *ctx)
+out_index_select_1457(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13445,14 +13457,14 @@ out_index_select_1456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1457(yt_tensor *const *inputs, void *ctx)
+call_index_select_1458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1458(yt_tensor *const *inputs, void *ctx)
+out_index_select_1459(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13463,14 +13475,14 @@ out_index_select_1458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1459(yt_tensor *const *inputs, void *ctx)
+call_index_select_1460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1460(yt_tensor *const *inputs, void *ctx)
+out_index_select_1461(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13481,14 +13493,14 @@ out_index_select_1460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1461(yt_tensor *const *inputs, void *ctx)
+call_index_select_1462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1462(yt_tensor *const *inputs, void *ctx)
+out_index_select_1463(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13496,31 +13508,31 @@ out_index_select_1462(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_index_select_1463(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
 error_index_select_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+error_index_select_1465(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_1465(yt_tensor *const *inputs, void *ctx)
+call_index_add_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1466(yt_tensor *const *inputs, void *ctx)
+out_index_add_1467(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13532,14 +13544,14 @@ out_index_add_1466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1467(yt_tensor *const *inputs, void *ctx)
+call_index_add_1468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_1468(yt_tensor *const *inputs, void *ctx)
+out_index_add_1469(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13551,14 +13563,14 @@ out_index_add_1468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1469(yt_tensor *const *inputs, void *ctx)
+call_index_add_1470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1470(yt_tensor *const *inputs, void *ctx)
+out_index_add_1471(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13570,14 +13582,14 @@ out_index_add_1470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1471(yt_tensor *const *inputs, void *ctx)
+call_index_add_1472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1472(yt_tensor *const *inputs, void *ctx)
+out_index_add_1473(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13589,14 +13601,14 @@ out_index_add_1472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1473(yt_tensor *const *inputs, void *ctx)
+call_index_add_1474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1474(yt_tensor *const *inputs, void *ctx)
+out_index_add_1475(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13605,31 +13617,31 @@ out_index_add_1474(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_index_add_1475(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
 error_index_add_1476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_index_add_1477(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_1477(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1478(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1479(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13640,14 +13652,14 @@ out_index_copy_1478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1479(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1480(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1481(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13658,14 +13670,14 @@ out_index_copy_1480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1481(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1482(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1483(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13673,31 +13685,31 @@ out_index_copy_1482(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_index_copy_1483(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 error_index_copy_1484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_index_copy_1485(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_1485(yt_tensor *const *inputs, void *ctx)
+call_gather_1486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1486(yt_tensor *const *inputs, void *ctx)
+out_gather_1487(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13708,14 +13720,14 @@ out_gather_1486(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1487(yt_tensor *const *inputs, void *ctx)
+call_gather_1488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1488(yt_tensor *const *inputs, void *ctx)
+out_gather_1489(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13726,14 +13738,14 @@ out_gather_1488(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1489(yt_tensor *const *inputs, void *ctx)
+call_gather_1490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1490(yt_tensor *const *inputs, void *ctx)
+out_gather_1491(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -13744,14 +13756,14 @@ out_gather_1490(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1491(yt_tensor *const *inputs, void *ctx)
+call_gather_1492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1492(yt_tensor *const *inputs, void *ctx)
+out_gather_1493(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13762,14 +13774,14 @@ out_gather_1492(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1493(yt_tensor *const *inputs, void *ctx)
+call_gather_1494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1494(yt_tensor *const *inputs, void *ctx)
+out_gather_1495(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13780,28 +13792,28 @@ out_gather_1494(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_1495(yt_tensor *const *inputs, void *ctx)
+error_gather_1496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_1496(yt_tensor *const *inputs, void *ctx)
+error_gather_1497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_1497(yt_tensor *const *inputs, void *ctx)
+call_scatter_1498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1498(yt_tensor *const *inputs, void *ctx)
+out_scatter_1499(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13812,14 +13824,14 @@ out_scatter_1498(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1499(yt_tensor *const *inputs, void *ctx)
+call_scatter_1500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1500(yt_tensor *const *inputs, void *ctx)
+out_scatter_1501(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13830,14 +13842,14 @@ out_scatter_1500(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1501(yt_tensor *const *inputs, void *ctx)
+call_scatter_1502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1502(yt_tensor *const *inputs, void *ctx)
+out_scatter_1503(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13848,14 +13860,14 @@ out_scatter_1502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1503(yt_tensor *const *inputs, void *ctx)
+call_scatter_1504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1504(yt_tensor *const *inputs, void *ctx)
+out_scatter_1505(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13863,31 +13875,31 @@ out_scatter_1504(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_scatter_1505(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 error_scatter_1506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_1507(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_1507(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_1508(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1509(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -13898,14 +13910,14 @@ out_scatter_value_1508(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1509(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_1510(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1511(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -13916,14 +13928,14 @@ out_scatter_value_1510(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1511(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_1512(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1513(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -13934,28 +13946,28 @@ out_scatter_value_1512(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_1513(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_1514(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_1515(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1517(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13966,14 +13978,14 @@ out_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1517(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1518(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1519(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13984,14 +13996,14 @@ out_scatter_add_1518(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1519(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1520(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1521(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -14002,14 +14014,14 @@ out_scatter_add_1520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1521(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1522(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1523(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14020,14 +14032,14 @@ out_scatter_add_1522(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1523(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1524(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1525(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14035,27 +14047,20 @@ out_scatter_add_1524(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_scatter_add_1525(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 error_scatter_add_1526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_embedding_1527(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+    return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -14080,7 +14085,7 @@ call_embedding_1530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_embedding_1531(yt_tensor *const *inputs, void *ctx)
+call_embedding_1531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
@@ -14090,56 +14095,56 @@ static yt_tensor *
 error_embedding_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
 error_embedding_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1534(yt_tensor *const *inputs, void *ctx)
+error_embedding_1534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
 call_embedding_dense_backward_1535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_1536(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_1536(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_1537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_1537(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_1538(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_one_hot_ex(inputs[0], 6);
-}
-
-static yt_tensor *
 call_one_hot_1539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_one_hot_ex(inputs[0], 3);
+    return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
@@ -14150,17 +14155,17 @@ call_one_hot_1540(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_one_hot_1541(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_one_hot_ex(inputs[0], -1);
+    return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_nonzero_1542(yt_tensor *const *inputs, void *ctx)
+error_one_hot_1542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nonzero(inputs[0]);
+    return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
@@ -14185,10 +14190,10 @@ call_nonzero_1545(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_select_1546(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
+    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
@@ -14220,7 +14225,7 @@ call_masked_select_1550(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_select_1551(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
@@ -14234,31 +14239,31 @@ error_masked_select_1552(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argsort_1553(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], -1, false);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
 call_argsort_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], 0, true);
+    return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
 call_argsort_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], 1, false);
+    return yt_argsort_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
 call_argsort_1556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], -1, false);
+    return yt_argsort_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
@@ -14269,21 +14274,28 @@ call_argsort_1557(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argsort_stable_1558(yt_tensor *const *inputs, void *ctx)
+call_argsort_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_stable_ex(inputs[0], true, -1, false);
+    return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
 call_argsort_stable_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_argsort_stable_ex(inputs[0], true, -1, false);
+}
+
+static yt_tensor *
+call_argsort_stable_1560(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_argsort_stable_ex(inputs[0], false, 0, true);
 }
 
 static yt_tensor *
-call_index_1560(yt_tensor *const *inputs, void *ctx)
+call_index_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14291,7 +14303,7 @@ call_index_1560(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1561(yt_tensor *const *inputs, void *ctx)
+call_index_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14299,7 +14311,7 @@ call_index_1561(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1562(yt_tensor *const *inputs, void *ctx)
+call_index_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
@@ -14307,19 +14319,11 @@ call_index_1562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1563(yt_tensor *const *inputs, void *ctx)
+call_index_1564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
     return yt_index(inputs[0], indices, 1);
-}
-
-static yt_tensor *
-call_index_1564(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[2] = {NULL, inputs[1]};
-    return yt_index(inputs[0], indices, 2);
 }
 
 static yt_tensor *
@@ -14331,7 +14335,15 @@ call_index_1565(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1566(yt_tensor *const *inputs, void *ctx)
+call_index_1566(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_put_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14339,7 +14351,7 @@ call_index_put_1566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1567(yt_tensor *const *inputs, void *ctx)
+call_index_put_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14347,7 +14359,7 @@ call_index_put_1567(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1568(yt_tensor *const *inputs, void *ctx)
+call_index_put_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {inputs[1], inputs[2]};
@@ -14355,7 +14367,7 @@ call_index_put_1568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1569(yt_tensor *const *inputs, void *ctx)
+call_index_put_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14363,7 +14375,7 @@ call_index_put_1569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1570(yt_tensor *const *inputs, void *ctx)
+call_index_put_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14371,7 +14383,7 @@ call_index_put_1570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1571(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14382,7 +14394,7 @@ call_sort_values_1571(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1572(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14393,7 +14405,7 @@ call_sort_indices_1572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1573(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14404,7 +14416,7 @@ call_sort_values_1573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1574(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14415,7 +14427,7 @@ call_sort_indices_1574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1575(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14426,7 +14438,7 @@ call_sort_values_1575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1576(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14437,7 +14449,7 @@ call_sort_indices_1576(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1577(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14448,7 +14460,7 @@ call_sort_values_1577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1578(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14459,7 +14471,7 @@ call_sort_indices_1578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1579(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14470,7 +14482,7 @@ call_sort_values_1579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1580(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14481,7 +14493,7 @@ call_sort_indices_1580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1581(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14493,7 +14505,7 @@ call_sort_stable_values_1581(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1582(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14505,7 +14517,7 @@ call_sort_stable_indices_1582(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1583(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14517,7 +14529,7 @@ call_sort_stable_values_1583(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1584(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14529,7 +14541,7 @@ call_sort_stable_indices_1584(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1585(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14540,7 +14552,7 @@ call_topk_values_1585(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1586(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14551,7 +14563,7 @@ call_topk_indices_1586(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1587(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14562,7 +14574,7 @@ call_topk_values_1587(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1588(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14573,7 +14585,7 @@ call_topk_indices_1588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1589(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14584,7 +14596,7 @@ call_topk_values_1589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1590(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14595,7 +14607,7 @@ call_topk_indices_1590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1591(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14606,7 +14618,7 @@ call_topk_values_1591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1592(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14617,7 +14629,7 @@ call_topk_indices_1592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1593(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14628,7 +14640,7 @@ call_topk_values_1593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1594(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14639,7 +14651,7 @@ call_topk_indices_1594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1595(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14649,7 +14661,7 @@ call_avg_pool2d_1595(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14659,7 +14671,7 @@ call_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -14669,15 +14681,7 @@ call_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {2};
-    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
-}
-
-static yt_tensor *
-error_avg_pool2d_1599(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14688,12 +14692,20 @@ static yt_tensor *
 error_avg_pool2d_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1601(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
     return yt_avg_pool2d_ex(inputs[0], kernel_size, 3, NULL, 0, NULL, 0, false, true, YT_NONE);
 }
 
 static yt_tensor *
-error_avg_pool2d_1601(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14703,7 +14715,7 @@ error_avg_pool2d_1601(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1602(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14711,7 +14723,7 @@ call_adaptive_avg_pool2d_1602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1603(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -14719,7 +14731,7 @@ call_adaptive_avg_pool2d_1603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1604(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -14727,7 +14739,7 @@ call_adaptive_avg_pool2d_1604(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1605(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -14735,7 +14747,7 @@ call_adaptive_avg_pool2d_1605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1606(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -14743,14 +14755,14 @@ error_adaptive_avg_pool2d_1606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1607(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1608(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14758,7 +14770,7 @@ error_adaptive_avg_pool2d_1608(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1609(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14769,7 +14781,7 @@ call_avg_pool2d_backward_1609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1610(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14780,7 +14792,7 @@ call_avg_pool2d_backward_1610(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_1611(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14791,7 +14803,7 @@ error_avg_pool2d_backward_1611(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_1612(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14799,7 +14811,7 @@ call_adaptive_avg_pool2d_backward_1612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_1613(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14807,14 +14819,14 @@ error_adaptive_avg_pool2d_backward_1613(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1614(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1615(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 1};
@@ -14824,7 +14836,7 @@ call_conv2d_1615(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1616(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14833,7 +14845,7 @@ call_conv2d_1616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1617(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t padding[] = {1, 0};
@@ -14841,26 +14853,19 @@ call_conv2d_1617(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1618(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1619(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
     static const int64_t dilation[] = {2, 1};
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, dilation, 2, 2);
-}
-
-static yt_tensor *
-error_conv2d_1620(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -14874,25 +14879,32 @@ static yt_tensor *
 error_conv2d_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
 error_conv2d_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
+}
+
+static yt_tensor *
+error_conv2d_1624(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1624(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1625(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -14900,18 +14912,11 @@ call_conv2d_padding_1625(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_1626(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], stride, 1, "valid", NULL, 0, 1);
-}
-
-static yt_tensor *
-error_conv2d_padding_1627(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -14925,26 +14930,33 @@ static yt_tensor *
 error_conv2d_padding_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
-                                1);
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
 error_conv2d_padding_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
+                                1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1631(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1631(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1632(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14954,17 +14966,10 @@ call_conv1d_1632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_1633(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
-}
-
-static yt_tensor *
-error_conv1d_1634(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -14978,30 +14983,30 @@ static yt_tensor *
 error_conv1d_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t stride[] = {1, 1};
-    return yt_conv1d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, NULL, 0, 1);
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
 error_conv1d_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t stride[] = {1, 1};
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1638(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_1638(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
     return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
-}
-
-static yt_tensor *
-error_conv1d_padding_1639(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -15015,9 +15020,7 @@ static yt_tensor *
 error_conv1d_padding_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t dilation[] = {1};
-    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice",
-                                dilation, 1, 1);
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -15025,11 +15028,20 @@ error_conv1d_padding_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice",
+                                dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1643(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
     return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
 }
 
 static yt_tensor *
-call_conv_transpose2d_1643(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15037,7 +15049,7 @@ call_conv_transpose2d_1643(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -15049,7 +15061,7 @@ call_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15058,7 +15070,7 @@ call_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1646(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15068,7 +15080,7 @@ call_conv_transpose2d_1646(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1647(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -15080,21 +15092,13 @@ call_conv_transpose2d_1647(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1648(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_padding[] = {1};
     static const int64_t dilation[] = {2};
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, output_padding, 1,
                                   1, dilation, 1);
-}
-
-static yt_tensor *
-error_conv_transpose2d_1649(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
-                                  0);
 }
 
 static yt_tensor *
@@ -15109,7 +15113,7 @@ static yt_tensor *
 error_conv_transpose2d_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
                                   0);
 }
 
@@ -15117,12 +15121,20 @@ static yt_tensor *
 error_conv_transpose2d_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1653(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
                                   NULL, 0);
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1653(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15134,7 +15146,7 @@ call_conv2d_backward_input_1653(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1654(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -15146,7 +15158,7 @@ call_conv2d_backward_input_1654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1655(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15158,7 +15170,7 @@ error_conv2d_backward_input_1655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1656(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15170,7 +15182,7 @@ call_conv2d_backward_weight_1656(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1657(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -15182,7 +15194,7 @@ call_conv2d_backward_weight_1657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1658(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15194,13 +15206,6 @@ error_conv2d_backward_weight_1658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1659(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv2d_backward_bias(inputs[0]);
-}
-
-static yt_tensor *
 call_conv2d_backward_bias_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
@@ -15208,7 +15213,7 @@ call_conv2d_backward_bias_1660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1661(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
@@ -15222,7 +15227,14 @@ error_conv2d_backward_bias_1662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1663(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1663(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15235,7 +15247,7 @@ call_max_pool2d_with_indices_values_1663(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1664(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15248,7 +15260,7 @@ call_max_pool2d_with_indices_indices_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1665(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15264,7 +15276,7 @@ call_max_pool2d_with_indices_values_1665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1666(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15280,7 +15292,7 @@ call_max_pool2d_with_indices_indices_1666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1667(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15295,7 +15307,7 @@ call_max_pool2d_with_indices_values_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1668(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15310,7 +15322,7 @@ call_max_pool2d_with_indices_indices_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1669(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15323,7 +15335,7 @@ call_max_pool2d_with_indices_values_1669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1670(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15333,23 +15345,23 @@ call_max_pool2d_with_indices_indices_1670(yt_tensor *const *inputs, void *ctx)
         return NULL;
     yt_release(r[0]);
     return r[1];
-}
-
-static yt_tensor *
-error_max_pool2d_with_indices_1671(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {2};
-    yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
-                                      &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
 }
 
 static yt_tensor *
 error_max_pool2d_with_indices_1672(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15361,7 +15373,7 @@ error_max_pool2d_with_indices_1672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1673(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15374,7 +15386,7 @@ error_max_pool2d_with_indices_1673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1674(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15382,7 +15394,7 @@ call_max_pool2d_1674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1675(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15393,7 +15405,7 @@ call_max_pool2d_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1676(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15403,7 +15415,7 @@ call_max_pool2d_1676(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1677(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15411,14 +15423,14 @@ error_max_pool2d_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1678(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1679(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15426,7 +15438,7 @@ error_max_pool2d_1679(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1680(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15434,7 +15446,7 @@ call_layer_norm_1680(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15442,7 +15454,7 @@ call_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15450,7 +15462,7 @@ call_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1683(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15458,7 +15470,7 @@ call_layer_norm_1683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1684(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15466,14 +15478,14 @@ call_layer_norm_1684(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1685(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1686(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15481,7 +15493,7 @@ error_layer_norm_1686(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1687(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15489,7 +15501,7 @@ error_layer_norm_1687(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1688(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15497,7 +15509,7 @@ error_layer_norm_1688(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1689(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15505,42 +15517,35 @@ error_layer_norm_1689(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1690(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1691(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1692(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1693(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1694(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1695(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
@@ -15550,14 +15555,14 @@ static yt_tensor *
 error_group_norm_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
@@ -15571,7 +15576,7 @@ static yt_tensor *
 error_group_norm_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
@@ -15585,11 +15590,18 @@ static yt_tensor *
 error_group_norm_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1702(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1702(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15597,7 +15609,7 @@ call_rms_norm_1702(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1703(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15606,7 +15618,7 @@ call_rms_norm_1703(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1704(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15615,34 +15627,26 @@ call_rms_norm_1704(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1705(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
     return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
-}
-
-static yt_tensor *
-error_rms_norm_1706(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
 error_rms_norm_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t normalized_shape[] = {2, 4};
-    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL);
+    return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
 error_rms_norm_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t normalized_shape[] = {4};
-    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+    static const int64_t normalized_shape[] = {2, 4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL);
 }
 
 static yt_tensor *
@@ -15654,28 +15658,36 @@ error_rms_norm_1709(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1710(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
 }
 
 static yt_tensor *
 call_batch_norm_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 call_batch_norm_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 call_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
+}
+
+static yt_tensor *
+call_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15683,7 +15695,7 @@ call_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15691,7 +15703,7 @@ call_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15699,17 +15711,10 @@ call_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
 error_batch_norm_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15723,7 +15728,7 @@ static yt_tensor *
 error_batch_norm_1719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15737,7 +15742,7 @@ static yt_tensor *
 error_batch_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15751,7 +15756,7 @@ static yt_tensor *
 error_batch_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15765,7 +15770,7 @@ static yt_tensor *
 error_batch_norm_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
@@ -15779,35 +15784,35 @@ static yt_tensor *
 error_batch_norm_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1728(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
+    return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 call_row_norm_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1730(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
 error_row_norm_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+    return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
@@ -15828,7 +15833,7 @@ static yt_tensor *
 error_row_norm_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
@@ -15849,35 +15854,35 @@ static yt_tensor *
 error_row_norm_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1738(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
 call_batch_norm_training_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1740(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15891,7 +15896,7 @@ static yt_tensor *
 error_batch_norm_training_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15905,7 +15910,7 @@ static yt_tensor *
 error_batch_norm_training_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15919,7 +15924,7 @@ static yt_tensor *
 error_batch_norm_training_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15933,7 +15938,7 @@ static yt_tensor *
 error_batch_norm_training_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
@@ -15947,32 +15952,39 @@ static yt_tensor *
 error_batch_norm_training_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1752(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1752(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1753(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1754(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1755(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15985,42 +15997,42 @@ error_row_norm_backward_1755(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1756(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1757(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1758(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1759(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1760(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1761(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16033,7 +16045,7 @@ error_batch_norm_backward_1761(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1762(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -16041,7 +16053,7 @@ error_batch_norm_backward_bias_backward_1762(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1763(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -16049,150 +16061,143 @@ error_batch_norm_backward_bias_backward_1763(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1764(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1765(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1766(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
 call_softmax_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
 }
 
 static yt_tensor *
-error_softmax_1773(yt_tensor *const *inputs, void *ctx)
+call_softmax_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
 error_softmax_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-call_log_softmax_1775(yt_tensor *const *inputs, void *ctx)
+error_softmax_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
 }
 
 static yt_tensor *
-error_log_softmax_1782(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
 error_log_softmax_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1784(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16206,14 +16211,14 @@ static yt_tensor *
 call_softmax_backward_data_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1787(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
@@ -16227,14 +16232,14 @@ static yt_tensor *
 error_softmax_backward_data_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1790(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
@@ -16248,14 +16253,14 @@ static yt_tensor *
 call_log_softmax_backward_data_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1793(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
@@ -16269,77 +16274,77 @@ static yt_tensor *
 error_log_softmax_backward_data_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_dropout_1796(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
 call_dropout_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
 call_dropout_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1801(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1801(yt_tensor *const *inputs, void *ctx)
+error_dropout_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1802(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
 call_mse_loss_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_mse_loss_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
 call_mse_loss_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
@@ -16350,38 +16355,38 @@ call_mse_loss_1806(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mse_loss_1807(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
-}
-
-static yt_tensor *
-error_mse_loss_1808(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1809(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_mse_loss_1809(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
@@ -16399,101 +16404,101 @@ call_l1_loss_1813(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_l1_loss_1814(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
 error_l1_loss_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1816(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1822(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
 error_smooth_l1_loss_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1824(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_huber_loss_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_huber_loss_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_huber_loss_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
@@ -16504,24 +16509,24 @@ call_huber_loss_1828(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_huber_loss_1829(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
 error_huber_loss_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1831(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
@@ -16546,7 +16551,7 @@ call_binary_cross_entropy_elementwise_1834(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1835(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
@@ -16560,120 +16565,127 @@ error_binary_cross_entropy_elementwise_1836(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1837(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1843(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
 error_binary_cross_entropy_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
 error_binary_cross_entropy_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1846(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
-                                                  "sum");
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1852(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1852(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1853(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16681,7 +16693,7 @@ error_binary_cross_entropy_with_logits_1853(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1854(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16689,56 +16701,49 @@ error_binary_cross_entropy_with_logits_1854(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1855(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1856(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
 call_nll_loss_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_nll_loss_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
 call_nll_loss_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
 call_nll_loss_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
 call_nll_loss_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1862(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
@@ -16748,233 +16753,232 @@ static yt_tensor *
 error_nll_loss_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 error_nll_loss_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
 error_nll_loss_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
 error_nll_loss_1866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1867(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1879(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1884(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1891(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_index_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
 error_cross_entropy_index_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1894(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
@@ -16989,15 +16993,15 @@ static yt_tensor *
 call_scaled_dot_product_attention_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
-                                              NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
                                               NULL);
 }
 
@@ -17018,7 +17022,7 @@ call_scaled_dot_product_attention_1900(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1901(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17066,7 +17070,15 @@ error_scaled_dot_product_attention_1906(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1907(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1907(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_output_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17078,7 +17090,7 @@ call_scaled_dot_product_attention_math_output_1907(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1908(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17090,7 +17102,7 @@ call_scaled_dot_product_attention_math_attn_1908(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1909(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17102,7 +17114,7 @@ call_scaled_dot_product_attention_math_output_1909(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1910(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17114,7 +17126,7 @@ call_scaled_dot_product_attention_math_attn_1910(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1911(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17126,7 +17138,7 @@ call_scaled_dot_product_attention_math_output_1911(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1912(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17138,7 +17150,7 @@ call_scaled_dot_product_attention_math_attn_1912(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1913(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17150,7 +17162,7 @@ call_scaled_dot_product_attention_math_output_1913(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1914(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17159,18 +17171,6 @@ call_scaled_dot_product_attention_math_attn_1914(yt_tensor *const *inputs, void 
         return NULL;
     yt_release(r[0]);
     return r[1];
-}
-
-static yt_tensor *
-error_scaled_dot_product_attention_math_1915(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
 }
 
 static yt_tensor *
@@ -17222,16 +17222,14 @@ error_scaled_dot_product_attention_math_1919(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1920(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[3];
-    if (yt_scaled_dot_product_attention_math_backward(inputs[0], inputs[1], inputs[2], inputs[3],
-                                                      inputs[4], 0.5, true, true, true, &r[0],
-                                                      &r[1], &r[2]) != YT_OK)
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
         return NULL;
     yt_release(r[1]);
-    yt_release(r[2]);
     return r[0];
 }
 
@@ -17250,12 +17248,17 @@ error_scaled_dot_product_attention_math_backward_1921(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1922(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1922(yt_tensor *const *inputs, void *ctx)
 {
-    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
-    static const int64_t size[] = {2, 3};
-    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    yt_tensor *r[3];
+    if (yt_scaled_dot_product_attention_math_backward(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                      inputs[4], 0.5, true, true, true, &r[0],
+                                                      &r[1], &r[2]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    yt_release(r[2]);
+    return r[0];
 }
 
 static yt_tensor *
@@ -17263,7 +17266,7 @@ call_empty_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
-    static const int64_t size[] = {0, 3};
+    static const int64_t size[] = {2, 3};
     return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
@@ -17272,11 +17275,20 @@ call_empty_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
+    static const int64_t size[] = {0, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_1925(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
     return yt_empty_ex(NULL, 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-call_zeros_1925(yt_tensor *const *inputs, void *ctx)
+call_zeros_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17285,7 +17297,7 @@ call_zeros_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1926(yt_tensor *const *inputs, void *ctx)
+call_ones_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17294,7 +17306,7 @@ call_ones_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1927(yt_tensor *const *inputs, void *ctx)
+call_full_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17303,7 +17315,7 @@ call_full_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1928(yt_tensor *const *inputs, void *ctx)
+call_full_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17312,19 +17324,12 @@ call_full_1928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1929(yt_tensor *const *inputs, void *ctx)
+call_full_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {0};
     return yt_full_ex(size, 1, yt_int(2), YT_DTYPE_NONE, YT_DEVICE_NONE);
-}
-
-static yt_tensor *
-call_empty_like_1930(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17342,10 +17347,10 @@ call_empty_like_1932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_like_1933(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17366,21 +17371,21 @@ static yt_tensor *
 call_ones_like_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1937(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
 call_full_like_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17391,7 +17396,14 @@ call_full_like_1939(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1940(yt_tensor *const *inputs, void *ctx)
+call_full_like_1940(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_arange_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17399,7 +17411,7 @@ call_arange_1940(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1941(yt_tensor *const *inputs, void *ctx)
+call_linspace_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17407,7 +17419,7 @@ call_linspace_1941(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1942(yt_tensor *const *inputs, void *ctx)
+call_linspace_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17415,7 +17427,7 @@ call_linspace_1942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1943(yt_tensor *const *inputs, void *ctx)
+call_linspace_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17423,7 +17435,7 @@ call_linspace_1943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1944(yt_tensor *const *inputs, void *ctx)
+call_eye_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17431,7 +17443,7 @@ call_eye_1944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1945(yt_tensor *const *inputs, void *ctx)
+call_eye_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17439,7 +17451,7 @@ call_eye_1945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1946(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17447,7 +17459,7 @@ call_eye_m_1946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1947(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17455,7 +17467,7 @@ call_eye_m_1947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1948(yt_tensor *const *inputs, void *ctx)
+call_rand_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17464,7 +17476,7 @@ call_rand_1948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1949(yt_tensor *const *inputs, void *ctx)
+error_rand_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17473,7 +17485,7 @@ error_rand_1949(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1950(yt_tensor *const *inputs, void *ctx)
+call_randn_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17482,19 +17494,12 @@ call_randn_1950(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1951(yt_tensor *const *inputs, void *ctx)
+error_randn_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
     return yt_randn_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
-}
-
-static yt_tensor *
-call_rand_like_1952(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17505,10 +17510,10 @@ call_rand_like_1953(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_like_1954(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -17519,7 +17524,14 @@ call_randn_like_1955(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1956(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1956(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randint_1957(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17528,7 +17540,7 @@ call_randint_1956(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1957(yt_tensor *const *inputs, void *ctx)
+call_randint_1958(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17537,7 +17549,7 @@ call_randint_1957(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1958(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17546,7 +17558,7 @@ call_randint_low_1958(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1959(yt_tensor *const *inputs, void *ctx)
+call_randperm_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17554,7 +17566,7 @@ call_randperm_1959(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1960(yt_tensor *const *inputs, void *ctx)
+call_randperm_1961(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17562,14 +17574,14 @@ call_randperm_1960(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1961(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1962(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1962(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1963(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17581,14 +17593,14 @@ inplace_bernoulli_p_1962(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1963(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1964(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17600,14 +17612,14 @@ inplace_bernoulli_p_1964(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1965(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1966(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1967(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17619,14 +17631,14 @@ inplace_bernoulli_p_1966(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1967(yt_tensor *const *inputs, void *ctx)
+call_normal_1968(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1968(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1969(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17638,14 +17650,14 @@ inplace_normal_1968(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1969(yt_tensor *const *inputs, void *ctx)
+call_normal_1970(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1970(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17657,14 +17669,14 @@ inplace_normal_1970(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1971(yt_tensor *const *inputs, void *ctx)
+call_normal_1972(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1972(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1973(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17676,21 +17688,21 @@ inplace_normal_1972(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1973(yt_tensor *const *inputs, void *ctx)
+error_normal_1974(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1974(yt_tensor *const *inputs, void *ctx)
+call_uniform_1975(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1975(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1976(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17702,14 +17714,14 @@ inplace_uniform_1975(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1976(yt_tensor *const *inputs, void *ctx)
+call_uniform_1977(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1977(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1978(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17721,14 +17733,14 @@ inplace_uniform_1977(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1978(yt_tensor *const *inputs, void *ctx)
+call_uniform_1979(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1979(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1980(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17740,35 +17752,35 @@ inplace_uniform_1979(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1980(yt_tensor *const *inputs, void *ctx)
+error_uniform_1981(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1981(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1982(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1982(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_1983(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1983(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_1984(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1984(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17776,7 +17788,7 @@ call_sum_to_1984(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1985(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1986(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17784,7 +17796,7 @@ call_sum_to_1985(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1986(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1987(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -19000,9 +19012,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_292,
-        .call_inplace = inplace_lerp_293,
-        .call_out = out_lerp_294,
+        .call = call_lerp_293,
+        .call_inplace = inplace_lerp_294,
+        .call_out = out_lerp_295,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19012,9 +19024,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_295,
+        .call = call_lerp_296,
         .call_inplace = NULL,
-        .call_out = out_lerp_296,
+        .call_out = out_lerp_297,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19024,9 +19036,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_297,
-        .call_inplace = inplace_lerp_298,
-        .call_out = out_lerp_299,
+        .call = call_lerp_298,
+        .call_inplace = inplace_lerp_299,
+        .call_out = out_lerp_300,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19036,9 +19048,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_300,
+        .call = call_lerp_301,
         .call_inplace = NULL,
-        .call_out = out_lerp_301,
+        .call_out = out_lerp_302,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19049,9 +19061,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_302,
-        .call_inplace = inplace_lerp_303,
-        .call_out = out_lerp_304,
+        .call = call_lerp_303,
+        .call_inplace = inplace_lerp_304,
+        .call_out = out_lerp_305,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19062,9 +19074,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_tensor_307,
-        .call_inplace = inplace_lerp_tensor_308,
-        .call_out = out_lerp_tensor_309,
+        .call = call_lerp_tensor_308,
+        .call_inplace = inplace_lerp_tensor_309,
+        .call_out = out_lerp_tensor_310,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19075,9 +19087,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_tensor_310,
+        .call = call_lerp_tensor_311,
         .call_inplace = NULL,
-        .call_out = out_lerp_tensor_311,
+        .call_out = out_lerp_tensor_312,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19089,9 +19101,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_tensor_312,
-        .call_inplace = inplace_lerp_tensor_313,
-        .call_out = out_lerp_tensor_314,
+        .call = call_lerp_tensor_313,
+        .call_inplace = inplace_lerp_tensor_314,
+        .call_out = out_lerp_tensor_315,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19102,9 +19114,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_lerp_tensor_315,
-        .call_inplace = inplace_lerp_tensor_316,
-        .call_out = out_lerp_tensor_317,
+        .call = call_lerp_tensor_316,
+        .call_inplace = inplace_lerp_tensor_317,
+        .call_out = out_lerp_tensor_318,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19115,9 +19127,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_addcmul_320,
-        .call_inplace = inplace_addcmul_321,
-        .call_out = out_addcmul_322,
+        .call = call_addcmul_321,
+        .call_inplace = inplace_addcmul_322,
+        .call_out = out_addcmul_323,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19128,9 +19140,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_addcmul_323,
+        .call = call_addcmul_324,
         .call_inplace = NULL,
-        .call_out = out_addcmul_324,
+        .call_out = out_addcmul_325,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19142,9 +19154,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_addcmul_325,
-        .call_inplace = inplace_addcmul_326,
-        .call_out = out_addcmul_327,
+        .call = call_addcmul_326,
+        .call_inplace = inplace_addcmul_327,
+        .call_out = out_addcmul_328,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19155,9 +19167,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_addcmul_328,
-        .call_inplace = inplace_addcmul_329,
-        .call_out = out_addcmul_330,
+        .call = call_addcmul_329,
+        .call_inplace = inplace_addcmul_330,
+        .call_out = out_addcmul_331,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19168,9 +19180,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_addcdiv_333,
-        .call_inplace = inplace_addcdiv_334,
-        .call_out = out_addcdiv_335,
+        .call = call_addcdiv_334,
+        .call_inplace = inplace_addcdiv_335,
+        .call_out = out_addcdiv_336,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19181,9 +19193,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_addcdiv_336,
+        .call = call_addcdiv_337,
         .call_inplace = NULL,
-        .call_out = out_addcdiv_337,
+        .call_out = out_addcdiv_338,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19195,9 +19207,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_addcdiv_338,
-        .call_inplace = inplace_addcdiv_339,
-        .call_out = out_addcdiv_340,
+        .call = call_addcdiv_339,
+        .call_inplace = inplace_addcdiv_340,
+        .call_out = out_addcdiv_341,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19208,9 +19220,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_addcdiv_341,
-        .call_inplace = inplace_addcdiv_342,
-        .call_out = out_addcdiv_343,
+        .call = call_addcdiv_342,
+        .call_inplace = inplace_addcdiv_343,
+        .call_out = out_addcdiv_344,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19221,7 +19233,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_scalar_backward_346,
+        .call = call_pow_scalar_backward_347,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19234,7 +19246,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_scalar_backward_347,
+        .call = call_pow_scalar_backward_348,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19247,7 +19259,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_pow_scalar_backward_348,
+        .call = call_pow_scalar_backward_349,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19261,7 +19273,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "output", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_pow_scalar_backward_349,
+        .call = call_pow_scalar_backward_350,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19273,9 +19285,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_tensor_mode_352,
-        .call_inplace = inplace_div_tensor_mode_353,
-        .call_out = out_div_tensor_mode_354,
+        .call = call_div_tensor_mode_353,
+        .call_inplace = inplace_div_tensor_mode_354,
+        .call_out = out_div_tensor_mode_355,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19285,9 +19297,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_tensor_mode_355,
+        .call = call_div_tensor_mode_356,
         .call_inplace = NULL,
-        .call_out = out_div_tensor_mode_356,
+        .call_out = out_div_tensor_mode_357,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19298,9 +19310,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_tensor_mode_357,
-        .call_inplace = inplace_div_tensor_mode_358,
-        .call_out = out_div_tensor_mode_359,
+        .call = call_div_tensor_mode_358,
+        .call_inplace = inplace_div_tensor_mode_359,
+        .call_out = out_div_tensor_mode_360,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19311,9 +19323,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_div_tensor_mode_360,
-        .call_inplace = inplace_div_tensor_mode_361,
-        .call_out = out_div_tensor_mode_362,
+        .call = call_div_tensor_mode_361,
+        .call_inplace = inplace_div_tensor_mode_362,
+        .call_out = out_div_tensor_mode_363,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19323,9 +19335,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_tensor_mode_363,
-        .call_inplace = inplace_div_tensor_mode_364,
-        .call_out = out_div_tensor_mode_365,
+        .call = call_div_tensor_mode_364,
+        .call_inplace = inplace_div_tensor_mode_365,
+        .call_out = out_div_tensor_mode_366,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19335,9 +19347,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_div_tensor_mode_366,
+        .call = call_div_tensor_mode_367,
         .call_inplace = NULL,
-        .call_out = out_div_tensor_mode_367,
+        .call_out = out_div_tensor_mode_368,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19347,9 +19359,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_tensor_mode_368,
-        .call_inplace = inplace_div_tensor_mode_369,
-        .call_out = out_div_tensor_mode_370,
+        .call = call_div_tensor_mode_369,
+        .call_inplace = inplace_div_tensor_mode_370,
+        .call_out = out_div_tensor_mode_371,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19358,9 +19370,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:311 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_scalar_mode_374,
-        .call_inplace = inplace_div_scalar_mode_375,
-        .call_out = out_div_scalar_mode_376,
+        .call = call_div_scalar_mode_375,
+        .call_inplace = inplace_div_scalar_mode_376,
+        .call_out = out_div_scalar_mode_377,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19370,9 +19382,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_div_scalar_mode_377,
-        .call_inplace = inplace_div_scalar_mode_378,
-        .call_out = out_div_scalar_mode_379,
+        .call = call_div_scalar_mode_378,
+        .call_inplace = inplace_div_scalar_mode_379,
+        .call_out = out_div_scalar_mode_380,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19381,9 +19393,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:311 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_div_scalar_mode_380,
-        .call_inplace = inplace_div_scalar_mode_381,
-        .call_out = out_div_scalar_mode_382,
+        .call = call_div_scalar_mode_381,
+        .call_inplace = inplace_div_scalar_mode_382,
+        .call_out = out_div_scalar_mode_383,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19392,9 +19404,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:311 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_div_scalar_mode_383,
-        .call_inplace = inplace_div_scalar_mode_384,
-        .call_out = out_div_scalar_mode_385,
+        .call = call_div_scalar_mode_384,
+        .call_inplace = inplace_div_scalar_mode_385,
+        .call_out = out_div_scalar_mode_386,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19403,9 +19415,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:311 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_scalar_mode_386,
-        .call_inplace = inplace_div_scalar_mode_387,
-        .call_out = out_div_scalar_mode_388,
+        .call = call_div_scalar_mode_387,
+        .call_inplace = inplace_div_scalar_mode_388,
+        .call_out = out_div_scalar_mode_389,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19414,9 +19426,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:328 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_391,
-        .call_inplace = inplace_clamp_392,
-        .call_out = out_clamp_393,
+        .call = call_clamp_392,
+        .call_inplace = inplace_clamp_393,
+        .call_out = out_clamp_394,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19426,9 +19438,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_clamp_394,
-        .call_inplace = inplace_clamp_395,
-        .call_out = out_clamp_396,
+        .call = call_clamp_395,
+        .call_inplace = inplace_clamp_396,
+        .call_out = out_clamp_397,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19437,9 +19449,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:328 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_397,
-        .call_inplace = inplace_clamp_398,
-        .call_out = out_clamp_399,
+        .call = call_clamp_398,
+        .call_inplace = inplace_clamp_399,
+        .call_out = out_clamp_400,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19448,9 +19460,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:328 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_400,
-        .call_inplace = inplace_clamp_401,
-        .call_out = out_clamp_402,
+        .call = call_clamp_401,
+        .call_inplace = inplace_clamp_402,
+        .call_out = out_clamp_403,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19459,9 +19471,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:328 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_403,
-        .call_inplace = inplace_clamp_404,
-        .call_out = out_clamp_405,
+        .call = call_clamp_404,
+        .call_inplace = inplace_clamp_405,
+        .call_out = out_clamp_406,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19474,9 +19486,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_clamp_tensor_408,
-        .call_inplace = inplace_clamp_tensor_409,
-        .call_out = out_clamp_tensor_410,
+        .call = call_clamp_tensor_409,
+        .call_inplace = inplace_clamp_tensor_410,
+        .call_out = out_clamp_tensor_411,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19488,9 +19500,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "min", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_clamp_tensor_411,
-        .call_inplace = inplace_clamp_tensor_412,
-        .call_out = out_clamp_tensor_413,
+        .call = call_clamp_tensor_412,
+        .call_inplace = inplace_clamp_tensor_413,
+        .call_out = out_clamp_tensor_414,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19501,9 +19513,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_clamp_tensor_414,
-        .call_inplace = inplace_clamp_tensor_415,
-        .call_out = out_clamp_tensor_416,
+        .call = call_clamp_tensor_415,
+        .call_inplace = inplace_clamp_tensor_416,
+        .call_out = out_clamp_tensor_417,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19516,9 +19528,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "min", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_clamp_tensor_417,
-        .call_inplace = inplace_clamp_tensor_418,
-        .call_out = out_clamp_tensor_419,
+        .call = call_clamp_tensor_418,
+        .call_inplace = inplace_clamp_tensor_419,
+        .call_out = out_clamp_tensor_420,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19528,7 +19540,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_backward_423,
+        .call = call_clamp_backward_424,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19541,7 +19553,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_clamp_backward_424,
+        .call = call_clamp_backward_425,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19553,7 +19565,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_backward_425,
+        .call = call_clamp_backward_426,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19569,7 +19581,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_clamp_tensor_backward_428,
+        .call = call_clamp_tensor_backward_429,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19584,7 +19596,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "min", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_clamp_tensor_backward_429,
+        .call = call_clamp_tensor_backward_430,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19598,7 +19610,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_clamp_tensor_backward_430,
+        .call = call_clamp_tensor_backward_431,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19613,7 +19625,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[2] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[3] =
             {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_clamp_tensor_backward_min_433,
+        .call = call_clamp_tensor_backward_min_434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19627,7 +19639,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "min", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_tensor_backward_min_434,
+        .call = call_clamp_tensor_backward_min_435,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19642,7 +19654,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[2] =
             {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] = {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_tensor_backward_max_437,
+        .call = call_clamp_tensor_backward_max_438,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19656,7 +19668,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "max", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_clamp_tensor_backward_max_438,
+        .call = call_clamp_tensor_backward_max_439,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19667,7 +19679,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:413 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_rounding_backward_441,
+        .call = call_div_rounding_backward_442,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19678,7 +19690,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:413 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_div_rounding_backward_442,
+        .call = call_div_rounding_backward_443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19689,9 +19701,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:421 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_445,
-        .call_inplace = inplace_exp_446,
-        .call_out = out_exp_447,
+        .call = call_exp_446,
+        .call_inplace = inplace_exp_447,
+        .call_out = out_exp_448,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19700,9 +19712,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:421 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_448,
-        .call_inplace = inplace_exp_449,
-        .call_out = out_exp_450,
+        .call = call_exp_449,
+        .call_inplace = inplace_exp_450,
+        .call_out = out_exp_451,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19711,9 +19723,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:421 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_451,
-        .call_inplace = inplace_exp_452,
-        .call_out = out_exp_453,
+        .call = call_exp_452,
+        .call_inplace = inplace_exp_453,
+        .call_out = out_exp_454,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19723,9 +19735,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_exp_454,
-        .call_inplace = inplace_exp_455,
-        .call_out = out_exp_456,
+        .call = call_exp_455,
+        .call_inplace = inplace_exp_456,
+        .call_out = out_exp_457,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19734,9 +19746,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:429 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_457,
-        .call_inplace = inplace_log_458,
-        .call_out = out_log_459,
+        .call = call_log_458,
+        .call_inplace = inplace_log_459,
+        .call_out = out_log_460,
         .differentiable = true,
         .domain = "positive",
     },
@@ -19745,9 +19757,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:429 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_460,
-        .call_inplace = inplace_log_461,
-        .call_out = out_log_462,
+        .call = call_log_461,
+        .call_inplace = inplace_log_462,
+        .call_out = out_log_463,
         .differentiable = true,
         .domain = "positive",
     },
@@ -19756,9 +19768,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:429 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_463,
-        .call_inplace = inplace_log_464,
-        .call_out = out_log_465,
+        .call = call_log_464,
+        .call_inplace = inplace_log_465,
+        .call_out = out_log_466,
         .differentiable = true,
         .domain = "positive",
     },
@@ -19768,9 +19780,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_466,
-        .call_inplace = inplace_log_467,
-        .call_out = out_log_468,
+        .call = call_log_467,
+        .call_inplace = inplace_log_468,
+        .call_out = out_log_469,
         .differentiable = true,
         .domain = "positive",
     },
@@ -19779,9 +19791,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:438 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_469,
-        .call_inplace = inplace_sqrt_470,
-        .call_out = out_sqrt_471,
+        .call = call_sqrt_470,
+        .call_inplace = inplace_sqrt_471,
+        .call_out = out_sqrt_472,
         .differentiable = true,
         .domain = "positive",
     },
@@ -19790,9 +19802,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:438 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_472,
-        .call_inplace = inplace_sqrt_473,
-        .call_out = out_sqrt_474,
+        .call = call_sqrt_473,
+        .call_inplace = inplace_sqrt_474,
+        .call_out = out_sqrt_475,
         .differentiable = true,
         .domain = "positive",
     },
@@ -19801,9 +19813,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:438 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_475,
-        .call_inplace = inplace_sqrt_476,
-        .call_out = out_sqrt_477,
+        .call = call_sqrt_476,
+        .call_inplace = inplace_sqrt_477,
+        .call_out = out_sqrt_478,
         .differentiable = true,
         .domain = "positive",
     },
@@ -19813,9 +19825,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sqrt_478,
-        .call_inplace = inplace_sqrt_479,
-        .call_out = out_sqrt_480,
+        .call = call_sqrt_479,
+        .call_inplace = inplace_sqrt_480,
+        .call_out = out_sqrt_481,
         .differentiable = true,
         .domain = "positive",
     },
@@ -19824,9 +19836,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:447 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_481,
-        .call_inplace = inplace_relu_482,
-        .call_out = out_relu_483,
+        .call = call_relu_482,
+        .call_inplace = inplace_relu_483,
+        .call_out = out_relu_484,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19835,9 +19847,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:447 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_484,
-        .call_inplace = inplace_relu_485,
-        .call_out = out_relu_486,
+        .call = call_relu_485,
+        .call_inplace = inplace_relu_486,
+        .call_out = out_relu_487,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19846,9 +19858,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:447 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_487,
-        .call_inplace = inplace_relu_488,
-        .call_out = out_relu_489,
+        .call = call_relu_488,
+        .call_inplace = inplace_relu_489,
+        .call_out = out_relu_490,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19858,9 +19870,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_relu_490,
-        .call_inplace = inplace_relu_491,
-        .call_out = out_relu_492,
+        .call = call_relu_491,
+        .call_inplace = inplace_relu_492,
+        .call_out = out_relu_493,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -19870,7 +19882,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_threshold_backward_494,
+        .call = call_threshold_backward_495,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19882,7 +19894,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_threshold_backward_495,
+        .call = call_threshold_backward_496,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -19893,9 +19905,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:468 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_498,
-        .call_inplace = inplace_sigmoid_499,
-        .call_out = out_sigmoid_500,
+        .call = call_sigmoid_499,
+        .call_inplace = inplace_sigmoid_500,
+        .call_out = out_sigmoid_501,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19904,9 +19916,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:468 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_501,
-        .call_inplace = inplace_sigmoid_502,
-        .call_out = out_sigmoid_503,
+        .call = call_sigmoid_502,
+        .call_inplace = inplace_sigmoid_503,
+        .call_out = out_sigmoid_504,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19915,9 +19927,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:468 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_504,
-        .call_inplace = inplace_sigmoid_505,
-        .call_out = out_sigmoid_506,
+        .call = call_sigmoid_505,
+        .call_inplace = inplace_sigmoid_506,
+        .call_out = out_sigmoid_507,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19927,9 +19939,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sigmoid_507,
-        .call_inplace = inplace_sigmoid_508,
-        .call_out = out_sigmoid_509,
+        .call = call_sigmoid_508,
+        .call_inplace = inplace_sigmoid_509,
+        .call_out = out_sigmoid_510,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19938,9 +19950,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:476 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_510,
-        .call_inplace = inplace_tanh_511,
-        .call_out = out_tanh_512,
+        .call = call_tanh_511,
+        .call_inplace = inplace_tanh_512,
+        .call_out = out_tanh_513,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19949,9 +19961,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:476 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_513,
-        .call_inplace = inplace_tanh_514,
-        .call_out = out_tanh_515,
+        .call = call_tanh_514,
+        .call_inplace = inplace_tanh_515,
+        .call_out = out_tanh_516,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19960,9 +19972,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:476 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_516,
-        .call_inplace = inplace_tanh_517,
-        .call_out = out_tanh_518,
+        .call = call_tanh_517,
+        .call_inplace = inplace_tanh_518,
+        .call_out = out_tanh_519,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19972,9 +19984,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tanh_519,
-        .call_inplace = inplace_tanh_520,
-        .call_out = out_tanh_521,
+        .call = call_tanh_520,
+        .call_inplace = inplace_tanh_521,
+        .call_out = out_tanh_522,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19983,9 +19995,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:484 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_522,
-        .call_inplace = inplace_softplus_523,
-        .call_out = out_softplus_524,
+        .call = call_softplus_523,
+        .call_inplace = inplace_softplus_524,
+        .call_out = out_softplus_525,
         .differentiable = true,
         .domain = NULL,
     },
@@ -19994,9 +20006,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:484 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_525,
-        .call_inplace = inplace_softplus_526,
-        .call_out = out_softplus_527,
+        .call = call_softplus_526,
+        .call_inplace = inplace_softplus_527,
+        .call_out = out_softplus_528,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20005,9 +20017,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:484 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_528,
-        .call_inplace = inplace_softplus_529,
-        .call_out = out_softplus_530,
+        .call = call_softplus_529,
+        .call_inplace = inplace_softplus_530,
+        .call_out = out_softplus_531,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20017,9 +20029,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softplus_531,
-        .call_inplace = inplace_softplus_532,
-        .call_out = out_softplus_533,
+        .call = call_softplus_532,
+        .call_inplace = inplace_softplus_533,
+        .call_out = out_softplus_534,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20028,9 +20040,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:491 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_535,
+        .call = call_clone_536,
         .call_inplace = NULL,
-        .call_out = out_clone_536,
+        .call_out = out_clone_537,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20039,9 +20051,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:491 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_537,
+        .call = call_clone_538,
         .call_inplace = NULL,
-        .call_out = out_clone_538,
+        .call_out = out_clone_539,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20050,9 +20062,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:491 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_539,
+        .call = call_clone_540,
         .call_inplace = NULL,
-        .call_out = out_clone_540,
+        .call_out = out_clone_541,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20062,9 +20074,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_clone_541,
+        .call = call_clone_542,
         .call_inplace = NULL,
-        .call_out = out_clone_542,
+        .call_out = out_clone_543,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20073,9 +20085,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:506 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_543,
-        .call_inplace = inplace_abs_544,
-        .call_out = out_abs_545,
+        .call = call_abs_544,
+        .call_inplace = inplace_abs_545,
+        .call_out = out_abs_546,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20084,9 +20096,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:506 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_546,
-        .call_inplace = inplace_abs_547,
-        .call_out = out_abs_548,
+        .call = call_abs_547,
+        .call_inplace = inplace_abs_548,
+        .call_out = out_abs_549,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20095,9 +20107,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:506 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_abs_549,
-        .call_inplace = inplace_abs_550,
-        .call_out = out_abs_551,
+        .call = call_abs_550,
+        .call_inplace = inplace_abs_551,
+        .call_out = out_abs_552,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20107,9 +20119,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_abs_552,
-        .call_inplace = inplace_abs_553,
-        .call_out = out_abs_554,
+        .call = call_abs_553,
+        .call_inplace = inplace_abs_554,
+        .call_out = out_abs_555,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20118,9 +20130,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:514 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_556,
-        .call_inplace = inplace_sign_557,
-        .call_out = out_sign_558,
+        .call = call_sign_557,
+        .call_inplace = inplace_sign_558,
+        .call_out = out_sign_559,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20129,9 +20141,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:514 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_559,
-        .call_inplace = inplace_sign_560,
-        .call_out = out_sign_561,
+        .call = call_sign_560,
+        .call_inplace = inplace_sign_561,
+        .call_out = out_sign_562,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20140,9 +20152,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:514 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sign_562,
-        .call_inplace = inplace_sign_563,
-        .call_out = out_sign_564,
+        .call = call_sign_563,
+        .call_inplace = inplace_sign_564,
+        .call_out = out_sign_565,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20152,9 +20164,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sign_565,
-        .call_inplace = inplace_sign_566,
-        .call_out = out_sign_567,
+        .call = call_sign_566,
+        .call_inplace = inplace_sign_567,
+        .call_out = out_sign_568,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20163,9 +20175,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:521 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_square_568,
-        .call_inplace = inplace_square_569,
-        .call_out = out_square_570,
+        .call = call_square_569,
+        .call_inplace = inplace_square_570,
+        .call_out = out_square_571,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20174,9 +20186,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:521 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_square_571,
-        .call_inplace = inplace_square_572,
-        .call_out = out_square_573,
+        .call = call_square_572,
+        .call_inplace = inplace_square_573,
+        .call_out = out_square_574,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20185,9 +20197,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:521 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_square_574,
-        .call_inplace = inplace_square_575,
-        .call_out = out_square_576,
+        .call = call_square_575,
+        .call_inplace = inplace_square_576,
+        .call_out = out_square_577,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20197,9 +20209,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_square_577,
-        .call_inplace = inplace_square_578,
-        .call_out = out_square_579,
+        .call = call_square_578,
+        .call_inplace = inplace_square_579,
+        .call_out = out_square_580,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20208,9 +20220,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:530 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_580,
-        .call_inplace = inplace_reciprocal_581,
-        .call_out = out_reciprocal_582,
+        .call = call_reciprocal_581,
+        .call_inplace = inplace_reciprocal_582,
+        .call_out = out_reciprocal_583,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20219,9 +20231,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:530 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_583,
-        .call_inplace = inplace_reciprocal_584,
-        .call_out = out_reciprocal_585,
+        .call = call_reciprocal_584,
+        .call_inplace = inplace_reciprocal_585,
+        .call_out = out_reciprocal_586,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20230,9 +20242,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:530 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_reciprocal_586,
-        .call_inplace = inplace_reciprocal_587,
-        .call_out = out_reciprocal_588,
+        .call = call_reciprocal_587,
+        .call_inplace = inplace_reciprocal_588,
+        .call_out = out_reciprocal_589,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20242,9 +20254,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reciprocal_589,
-        .call_inplace = inplace_reciprocal_590,
-        .call_out = out_reciprocal_591,
+        .call = call_reciprocal_590,
+        .call_inplace = inplace_reciprocal_591,
+        .call_out = out_reciprocal_592,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20253,9 +20265,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:539 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_592,
-        .call_inplace = inplace_rsqrt_593,
-        .call_out = out_rsqrt_594,
+        .call = call_rsqrt_593,
+        .call_inplace = inplace_rsqrt_594,
+        .call_out = out_rsqrt_595,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20264,9 +20276,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:539 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_595,
-        .call_inplace = inplace_rsqrt_596,
-        .call_out = out_rsqrt_597,
+        .call = call_rsqrt_596,
+        .call_inplace = inplace_rsqrt_597,
+        .call_out = out_rsqrt_598,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20275,9 +20287,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:539 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_rsqrt_598,
-        .call_inplace = inplace_rsqrt_599,
-        .call_out = out_rsqrt_600,
+        .call = call_rsqrt_599,
+        .call_inplace = inplace_rsqrt_600,
+        .call_out = out_rsqrt_601,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20287,9 +20299,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_rsqrt_601,
-        .call_inplace = inplace_rsqrt_602,
-        .call_out = out_rsqrt_603,
+        .call = call_rsqrt_602,
+        .call_inplace = inplace_rsqrt_603,
+        .call_out = out_rsqrt_604,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20298,9 +20310,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:548 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_604,
-        .call_inplace = inplace_expm1_605,
-        .call_out = out_expm1_606,
+        .call = call_expm1_605,
+        .call_inplace = inplace_expm1_606,
+        .call_out = out_expm1_607,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20309,9 +20321,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:548 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_607,
-        .call_inplace = inplace_expm1_608,
-        .call_out = out_expm1_609,
+        .call = call_expm1_608,
+        .call_inplace = inplace_expm1_609,
+        .call_out = out_expm1_610,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20320,9 +20332,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:548 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_expm1_610,
-        .call_inplace = inplace_expm1_611,
-        .call_out = out_expm1_612,
+        .call = call_expm1_611,
+        .call_inplace = inplace_expm1_612,
+        .call_out = out_expm1_613,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20332,9 +20344,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_expm1_613,
-        .call_inplace = inplace_expm1_614,
-        .call_out = out_expm1_615,
+        .call = call_expm1_614,
+        .call_inplace = inplace_expm1_615,
+        .call_out = out_expm1_616,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20343,9 +20355,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:556 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_616,
-        .call_inplace = inplace_log1p_617,
-        .call_out = out_log1p_618,
+        .call = call_log1p_617,
+        .call_inplace = inplace_log1p_618,
+        .call_out = out_log1p_619,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20354,9 +20366,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:556 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_619,
-        .call_inplace = inplace_log1p_620,
-        .call_out = out_log1p_621,
+        .call = call_log1p_620,
+        .call_inplace = inplace_log1p_621,
+        .call_out = out_log1p_622,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20365,9 +20377,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:556 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log1p_622,
-        .call_inplace = inplace_log1p_623,
-        .call_out = out_log1p_624,
+        .call = call_log1p_623,
+        .call_inplace = inplace_log1p_624,
+        .call_out = out_log1p_625,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20377,9 +20389,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log1p_625,
-        .call_inplace = inplace_log1p_626,
-        .call_out = out_log1p_627,
+        .call = call_log1p_626,
+        .call_inplace = inplace_log1p_627,
+        .call_out = out_log1p_628,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20388,9 +20400,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:565 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_628,
-        .call_inplace = inplace_log2_629,
-        .call_out = out_log2_630,
+        .call = call_log2_629,
+        .call_inplace = inplace_log2_630,
+        .call_out = out_log2_631,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20399,9 +20411,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:565 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_631,
-        .call_inplace = inplace_log2_632,
-        .call_out = out_log2_633,
+        .call = call_log2_632,
+        .call_inplace = inplace_log2_633,
+        .call_out = out_log2_634,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20410,9 +20422,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:565 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log2_634,
-        .call_inplace = inplace_log2_635,
-        .call_out = out_log2_636,
+        .call = call_log2_635,
+        .call_inplace = inplace_log2_636,
+        .call_out = out_log2_637,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20422,9 +20434,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log2_637,
-        .call_inplace = inplace_log2_638,
-        .call_out = out_log2_639,
+        .call = call_log2_638,
+        .call_inplace = inplace_log2_639,
+        .call_out = out_log2_640,
         .differentiable = true,
         .domain = "positive",
     },
@@ -20433,9 +20445,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:574 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_640,
-        .call_inplace = inplace_sin_641,
-        .call_out = out_sin_642,
+        .call = call_sin_641,
+        .call_inplace = inplace_sin_642,
+        .call_out = out_sin_643,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20444,9 +20456,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:574 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_643,
-        .call_inplace = inplace_sin_644,
-        .call_out = out_sin_645,
+        .call = call_sin_644,
+        .call_inplace = inplace_sin_645,
+        .call_out = out_sin_646,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20455,9 +20467,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:574 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sin_646,
-        .call_inplace = inplace_sin_647,
-        .call_out = out_sin_648,
+        .call = call_sin_647,
+        .call_inplace = inplace_sin_648,
+        .call_out = out_sin_649,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20467,9 +20479,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sin_649,
-        .call_inplace = inplace_sin_650,
-        .call_out = out_sin_651,
+        .call = call_sin_650,
+        .call_inplace = inplace_sin_651,
+        .call_out = out_sin_652,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20478,9 +20490,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:582 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_652,
-        .call_inplace = inplace_cos_653,
-        .call_out = out_cos_654,
+        .call = call_cos_653,
+        .call_inplace = inplace_cos_654,
+        .call_out = out_cos_655,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20489,9 +20501,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:582 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_655,
-        .call_inplace = inplace_cos_656,
-        .call_out = out_cos_657,
+        .call = call_cos_656,
+        .call_inplace = inplace_cos_657,
+        .call_out = out_cos_658,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20500,9 +20512,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:582 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cos_658,
-        .call_inplace = inplace_cos_659,
-        .call_out = out_cos_660,
+        .call = call_cos_659,
+        .call_inplace = inplace_cos_660,
+        .call_out = out_cos_661,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20512,9 +20524,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_cos_661,
-        .call_inplace = inplace_cos_662,
-        .call_out = out_cos_663,
+        .call = call_cos_662,
+        .call_inplace = inplace_cos_663,
+        .call_out = out_cos_664,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20523,9 +20535,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:590 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_664,
-        .call_inplace = inplace_erf_665,
-        .call_out = out_erf_666,
+        .call = call_erf_665,
+        .call_inplace = inplace_erf_666,
+        .call_out = out_erf_667,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20534,9 +20546,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:590 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_667,
-        .call_inplace = inplace_erf_668,
-        .call_out = out_erf_669,
+        .call = call_erf_668,
+        .call_inplace = inplace_erf_669,
+        .call_out = out_erf_670,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20545,9 +20557,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:590 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_erf_670,
-        .call_inplace = inplace_erf_671,
-        .call_out = out_erf_672,
+        .call = call_erf_671,
+        .call_inplace = inplace_erf_672,
+        .call_out = out_erf_673,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20557,9 +20569,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_erf_673,
-        .call_inplace = inplace_erf_674,
-        .call_out = out_erf_675,
+        .call = call_erf_674,
+        .call_inplace = inplace_erf_675,
+        .call_out = out_erf_676,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20568,9 +20580,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:598 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_676,
-        .call_inplace = inplace_floor_677,
-        .call_out = out_floor_678,
+        .call = call_floor_677,
+        .call_inplace = inplace_floor_678,
+        .call_out = out_floor_679,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20579,9 +20591,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:598 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_679,
-        .call_inplace = inplace_floor_680,
-        .call_out = out_floor_681,
+        .call = call_floor_680,
+        .call_inplace = inplace_floor_681,
+        .call_out = out_floor_682,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20590,9 +20602,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:598 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_floor_682,
-        .call_inplace = inplace_floor_683,
-        .call_out = out_floor_684,
+        .call = call_floor_683,
+        .call_inplace = inplace_floor_684,
+        .call_out = out_floor_685,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20602,9 +20614,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_floor_685,
-        .call_inplace = inplace_floor_686,
-        .call_out = out_floor_687,
+        .call = call_floor_686,
+        .call_inplace = inplace_floor_687,
+        .call_out = out_floor_688,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20613,9 +20625,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:605 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_689,
-        .call_inplace = inplace_ceil_690,
-        .call_out = out_ceil_691,
+        .call = call_ceil_690,
+        .call_inplace = inplace_ceil_691,
+        .call_out = out_ceil_692,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20624,9 +20636,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:605 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_692,
-        .call_inplace = inplace_ceil_693,
-        .call_out = out_ceil_694,
+        .call = call_ceil_693,
+        .call_inplace = inplace_ceil_694,
+        .call_out = out_ceil_695,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20635,9 +20647,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:605 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ceil_695,
-        .call_inplace = inplace_ceil_696,
-        .call_out = out_ceil_697,
+        .call = call_ceil_696,
+        .call_inplace = inplace_ceil_697,
+        .call_out = out_ceil_698,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20647,9 +20659,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ceil_698,
-        .call_inplace = inplace_ceil_699,
-        .call_out = out_ceil_700,
+        .call = call_ceil_699,
+        .call_inplace = inplace_ceil_700,
+        .call_out = out_ceil_701,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20658,9 +20670,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:612 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_round_702,
-        .call_inplace = inplace_round_703,
-        .call_out = out_round_704,
+        .call = call_round_703,
+        .call_inplace = inplace_round_704,
+        .call_out = out_round_705,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20669,9 +20681,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:612 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_round_705,
-        .call_inplace = inplace_round_706,
-        .call_out = out_round_707,
+        .call = call_round_706,
+        .call_inplace = inplace_round_707,
+        .call_out = out_round_708,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20680,9 +20692,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:612 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_round_708,
-        .call_inplace = inplace_round_709,
-        .call_out = out_round_710,
+        .call = call_round_709,
+        .call_inplace = inplace_round_710,
+        .call_out = out_round_711,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20692,9 +20704,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_round_711,
-        .call_inplace = inplace_round_712,
-        .call_out = out_round_713,
+        .call = call_round_712,
+        .call_inplace = inplace_round_713,
+        .call_out = out_round_714,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20703,9 +20715,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:619 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_715,
-        .call_inplace = inplace_trunc_716,
-        .call_out = out_trunc_717,
+        .call = call_trunc_716,
+        .call_inplace = inplace_trunc_717,
+        .call_out = out_trunc_718,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20714,9 +20726,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:619 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_718,
-        .call_inplace = inplace_trunc_719,
-        .call_out = out_trunc_720,
+        .call = call_trunc_719,
+        .call_inplace = inplace_trunc_720,
+        .call_out = out_trunc_721,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20725,9 +20737,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:619 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_trunc_721,
-        .call_inplace = inplace_trunc_722,
-        .call_out = out_trunc_723,
+        .call = call_trunc_722,
+        .call_inplace = inplace_trunc_723,
+        .call_out = out_trunc_724,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20737,9 +20749,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_trunc_724,
-        .call_inplace = inplace_trunc_725,
-        .call_out = out_trunc_726,
+        .call = call_trunc_725,
+        .call_inplace = inplace_trunc_726,
+        .call_out = out_trunc_727,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20748,9 +20760,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:626 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_728,
-        .call_inplace = inplace_leaky_relu_729,
-        .call_out = out_leaky_relu_730,
+        .call = call_leaky_relu_729,
+        .call_inplace = inplace_leaky_relu_730,
+        .call_out = out_leaky_relu_731,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20759,9 +20771,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:626 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_731,
-        .call_inplace = inplace_leaky_relu_732,
-        .call_out = out_leaky_relu_733,
+        .call = call_leaky_relu_732,
+        .call_inplace = inplace_leaky_relu_733,
+        .call_out = out_leaky_relu_734,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20770,9 +20782,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:626 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_734,
-        .call_inplace = inplace_leaky_relu_735,
-        .call_out = out_leaky_relu_736,
+        .call = call_leaky_relu_735,
+        .call_inplace = inplace_leaky_relu_736,
+        .call_out = out_leaky_relu_737,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20782,9 +20794,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_leaky_relu_737,
-        .call_inplace = inplace_leaky_relu_738,
-        .call_out = out_leaky_relu_739,
+        .call = call_leaky_relu_738,
+        .call_inplace = inplace_leaky_relu_739,
+        .call_out = out_leaky_relu_740,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20794,7 +20806,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_741,
+        .call = call_leaky_relu_backward_742,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20806,7 +20818,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_742,
+        .call = call_leaky_relu_backward_743,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20818,7 +20830,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_743,
+        .call = call_leaky_relu_backward_744,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20830,7 +20842,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_744,
+        .call = call_leaky_relu_backward_745,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20846,7 +20858,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_leaky_relu_backward_745,
+        .call = call_leaky_relu_backward_746,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20857,9 +20869,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:645 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_748,
-        .call_inplace = inplace_elu_749,
-        .call_out = out_elu_750,
+        .call = call_elu_749,
+        .call_inplace = inplace_elu_750,
+        .call_out = out_elu_751,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20868,9 +20880,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:645 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_751,
-        .call_inplace = inplace_elu_752,
-        .call_out = out_elu_753,
+        .call = call_elu_752,
+        .call_inplace = inplace_elu_753,
+        .call_out = out_elu_754,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20879,9 +20891,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:645 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_754,
-        .call_inplace = inplace_elu_755,
-        .call_out = out_elu_756,
+        .call = call_elu_755,
+        .call_inplace = inplace_elu_756,
+        .call_out = out_elu_757,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20891,9 +20903,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_elu_757,
-        .call_inplace = inplace_elu_758,
-        .call_out = out_elu_759,
+        .call = call_elu_758,
+        .call_inplace = inplace_elu_759,
+        .call_out = out_elu_760,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -20903,7 +20915,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_761,
+        .call = call_elu_backward_762,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20915,7 +20927,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_762,
+        .call = call_elu_backward_763,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20927,7 +20939,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_763,
+        .call = call_elu_backward_764,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20939,7 +20951,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_764,
+        .call = call_elu_backward_765,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20955,7 +20967,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_elu_backward_765,
+        .call = call_elu_backward_766,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -20966,9 +20978,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:664 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_768,
-        .call_inplace = inplace_silu_769,
-        .call_out = out_silu_770,
+        .call = call_silu_769,
+        .call_inplace = inplace_silu_770,
+        .call_out = out_silu_771,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20977,9 +20989,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:664 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_771,
-        .call_inplace = inplace_silu_772,
-        .call_out = out_silu_773,
+        .call = call_silu_772,
+        .call_inplace = inplace_silu_773,
+        .call_out = out_silu_774,
         .differentiable = true,
         .domain = NULL,
     },
@@ -20988,9 +21000,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:664 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_silu_774,
-        .call_inplace = inplace_silu_775,
-        .call_out = out_silu_776,
+        .call = call_silu_775,
+        .call_inplace = inplace_silu_776,
+        .call_out = out_silu_777,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21000,9 +21012,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_silu_777,
-        .call_inplace = inplace_silu_778,
-        .call_out = out_silu_779,
+        .call = call_silu_778,
+        .call_inplace = inplace_silu_779,
+        .call_out = out_silu_780,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21011,7 +21023,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:671 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_isnan_781,
+        .call = call_isnan_782,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21022,7 +21034,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:671 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_isnan_782,
+        .call = call_isnan_783,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21033,7 +21045,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:671 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_isnan_783,
+        .call = call_isnan_784,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21045,7 +21057,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_isnan_784,
+        .call = call_isnan_785,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21056,7 +21068,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:680 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_isfinite_785,
+        .call = call_isfinite_786,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21067,7 +21079,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:680 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_isfinite_786,
+        .call = call_isfinite_787,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21078,7 +21090,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:680 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_isfinite_787,
+        .call = call_isfinite_788,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21090,7 +21102,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_isfinite_788,
+        .call = call_isfinite_789,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -21101,9 +21113,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:696 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gelu_789,
-        .call_inplace = inplace_gelu_790,
-        .call_out = out_gelu_791,
+        .call = call_gelu_790,
+        .call_inplace = inplace_gelu_791,
+        .call_out = out_gelu_792,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21113,9 +21125,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_gelu_792,
-        .call_inplace = inplace_gelu_793,
-        .call_out = out_gelu_794,
+        .call = call_gelu_793,
+        .call_inplace = inplace_gelu_794,
+        .call_out = out_gelu_795,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21124,9 +21136,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:696 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gelu_795,
-        .call_inplace = inplace_gelu_796,
-        .call_out = out_gelu_797,
+        .call = call_gelu_796,
+        .call_inplace = inplace_gelu_797,
+        .call_out = out_gelu_798,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21135,9 +21147,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:696 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_gelu_798,
-        .call_inplace = inplace_gelu_799,
-        .call_out = out_gelu_800,
+        .call = call_gelu_799,
+        .call_inplace = inplace_gelu_800,
+        .call_out = out_gelu_801,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21146,9 +21158,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:696 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gelu_801,
-        .call_inplace = inplace_gelu_802,
-        .call_out = out_gelu_803,
+        .call = call_gelu_802,
+        .call_inplace = inplace_gelu_803,
+        .call_out = out_gelu_804,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21158,7 +21170,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gelu_backward_806,
+        .call = call_gelu_backward_807,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21170,7 +21182,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gelu_backward_807,
+        .call = call_gelu_backward_808,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21183,7 +21195,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_gelu_backward_808,
+        .call = call_gelu_backward_809,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21195,7 +21207,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gelu_backward_809,
+        .call = call_gelu_backward_810,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21207,7 +21219,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_gelu_backward_810,
+        .call = call_gelu_backward_811,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21218,9 +21230,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:733 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_nan_to_num_814,
-        .call_inplace = inplace_nan_to_num_815,
-        .call_out = out_nan_to_num_816,
+        .call = call_nan_to_num_815,
+        .call_inplace = inplace_nan_to_num_816,
+        .call_out = out_nan_to_num_817,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21230,9 +21242,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_nan_to_num_817,
-        .call_inplace = inplace_nan_to_num_818,
-        .call_out = out_nan_to_num_819,
+        .call = call_nan_to_num_818,
+        .call_inplace = inplace_nan_to_num_819,
+        .call_out = out_nan_to_num_820,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21241,9 +21253,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:733 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nan_to_num_820,
-        .call_inplace = inplace_nan_to_num_821,
-        .call_out = out_nan_to_num_822,
+        .call = call_nan_to_num_821,
+        .call_inplace = inplace_nan_to_num_822,
+        .call_out = out_nan_to_num_823,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21252,9 +21264,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:733 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_nan_to_num_823,
-        .call_inplace = inplace_nan_to_num_824,
-        .call_out = out_nan_to_num_825,
+        .call = call_nan_to_num_824,
+        .call_inplace = inplace_nan_to_num_825,
+        .call_out = out_nan_to_num_826,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21264,9 +21276,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_826,
+        .call = call_eq_827,
         .call_inplace = NULL,
-        .call_out = out_eq_827,
+        .call_out = out_eq_828,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21276,9 +21288,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_828,
+        .call = call_eq_829,
         .call_inplace = NULL,
-        .call_out = out_eq_829,
+        .call_out = out_eq_830,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21288,9 +21300,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_830,
+        .call = call_eq_831,
         .call_inplace = NULL,
-        .call_out = out_eq_831,
+        .call_out = out_eq_832,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21300,9 +21312,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_832,
+        .call = call_eq_833,
         .call_inplace = NULL,
-        .call_out = out_eq_833,
+        .call_out = out_eq_834,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21313,9 +21325,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_834,
+        .call = call_eq_835,
         .call_inplace = NULL,
-        .call_out = out_eq_835,
+        .call_out = out_eq_836,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21324,9 +21336,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:752 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_837,
+        .call = call_eq_scalar_838,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_838,
+        .call_out = out_eq_scalar_839,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21335,9 +21347,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:752 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_839,
+        .call = call_eq_scalar_840,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_840,
+        .call_out = out_eq_scalar_841,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21346,9 +21358,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:752 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_841,
+        .call = call_eq_scalar_842,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_842,
+        .call_out = out_eq_scalar_843,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21358,9 +21370,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_eq_scalar_843,
+        .call = call_eq_scalar_844,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_844,
+        .call_out = out_eq_scalar_845,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21370,9 +21382,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_845,
+        .call = call_lt_846,
         .call_inplace = NULL,
-        .call_out = out_lt_846,
+        .call_out = out_lt_847,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21382,9 +21394,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_847,
+        .call = call_lt_848,
         .call_inplace = NULL,
-        .call_out = out_lt_848,
+        .call_out = out_lt_849,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21394,9 +21406,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_849,
+        .call = call_lt_850,
         .call_inplace = NULL,
-        .call_out = out_lt_850,
+        .call_out = out_lt_851,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21406,9 +21418,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_851,
+        .call = call_lt_852,
         .call_inplace = NULL,
-        .call_out = out_lt_852,
+        .call_out = out_lt_853,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21419,9 +21431,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_853,
+        .call = call_lt_854,
         .call_inplace = NULL,
-        .call_out = out_lt_854,
+        .call_out = out_lt_855,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21430,9 +21442,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:771 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_856,
+        .call = call_lt_scalar_857,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_857,
+        .call_out = out_lt_scalar_858,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21441,9 +21453,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:771 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_858,
+        .call = call_lt_scalar_859,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_859,
+        .call_out = out_lt_scalar_860,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21452,9 +21464,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:771 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_860,
+        .call = call_lt_scalar_861,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_861,
+        .call_out = out_lt_scalar_862,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21464,9 +21476,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_lt_scalar_862,
+        .call = call_lt_scalar_863,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_863,
+        .call_out = out_lt_scalar_864,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21476,9 +21488,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_864,
+        .call = call_gt_865,
         .call_inplace = NULL,
-        .call_out = out_gt_865,
+        .call_out = out_gt_866,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21488,9 +21500,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_866,
+        .call = call_gt_867,
         .call_inplace = NULL,
-        .call_out = out_gt_867,
+        .call_out = out_gt_868,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21500,9 +21512,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_868,
+        .call = call_gt_869,
         .call_inplace = NULL,
-        .call_out = out_gt_869,
+        .call_out = out_gt_870,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21512,9 +21524,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_870,
+        .call = call_gt_871,
         .call_inplace = NULL,
-        .call_out = out_gt_871,
+        .call_out = out_gt_872,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21525,9 +21537,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_872,
+        .call = call_gt_873,
         .call_inplace = NULL,
-        .call_out = out_gt_873,
+        .call_out = out_gt_874,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21536,9 +21548,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:790 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_875,
+        .call = call_gt_scalar_876,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_876,
+        .call_out = out_gt_scalar_877,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21547,9 +21559,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:790 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_877,
+        .call = call_gt_scalar_878,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_878,
+        .call_out = out_gt_scalar_879,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21558,9 +21570,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:790 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_879,
+        .call = call_gt_scalar_880,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_880,
+        .call_out = out_gt_scalar_881,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21570,9 +21582,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_gt_scalar_881,
+        .call = call_gt_scalar_882,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_882,
+        .call_out = out_gt_scalar_883,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21583,9 +21595,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_883,
+        .call = call_where_884,
         .call_inplace = NULL,
-        .call_out = out_where_884,
+        .call_out = out_where_885,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21596,9 +21608,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_885,
+        .call = call_where_886,
         .call_inplace = NULL,
-        .call_out = out_where_886,
+        .call_out = out_where_887,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21609,9 +21621,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_887,
+        .call = call_where_888,
         .call_inplace = NULL,
-        .call_out = out_where_888,
+        .call_out = out_where_889,
         .differentiable = true,
         .domain = NULL,
     },
@@ -21621,9 +21633,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_891,
+        .call = call_ne_892,
         .call_inplace = NULL,
-        .call_out = out_ne_892,
+        .call_out = out_ne_893,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21633,9 +21645,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_893,
+        .call = call_ne_894,
         .call_inplace = NULL,
-        .call_out = out_ne_894,
+        .call_out = out_ne_895,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21645,9 +21657,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_895,
+        .call = call_ne_896,
         .call_inplace = NULL,
-        .call_out = out_ne_896,
+        .call_out = out_ne_897,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21657,9 +21669,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_897,
+        .call = call_ne_898,
         .call_inplace = NULL,
-        .call_out = out_ne_898,
+        .call_out = out_ne_899,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21670,9 +21682,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_899,
+        .call = call_ne_900,
         .call_inplace = NULL,
-        .call_out = out_ne_900,
+        .call_out = out_ne_901,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21681,9 +21693,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:822 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_902,
+        .call = call_ne_scalar_903,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_903,
+        .call_out = out_ne_scalar_904,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21692,9 +21704,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:822 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_904,
+        .call = call_ne_scalar_905,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_905,
+        .call_out = out_ne_scalar_906,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21703,9 +21715,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:822 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ne_scalar_906,
+        .call = call_ne_scalar_907,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_907,
+        .call_out = out_ne_scalar_908,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21715,9 +21727,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ne_scalar_908,
+        .call = call_ne_scalar_909,
         .call_inplace = NULL,
-        .call_out = out_ne_scalar_909,
+        .call_out = out_ne_scalar_910,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21727,9 +21739,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_910,
+        .call = call_le_911,
         .call_inplace = NULL,
-        .call_out = out_le_911,
+        .call_out = out_le_912,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21739,9 +21751,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_912,
+        .call = call_le_913,
         .call_inplace = NULL,
-        .call_out = out_le_913,
+        .call_out = out_le_914,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21751,9 +21763,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_914,
+        .call = call_le_915,
         .call_inplace = NULL,
-        .call_out = out_le_915,
+        .call_out = out_le_916,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21763,9 +21775,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_le_916,
+        .call = call_le_917,
         .call_inplace = NULL,
-        .call_out = out_le_917,
+        .call_out = out_le_918,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21776,9 +21788,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_918,
+        .call = call_le_919,
         .call_inplace = NULL,
-        .call_out = out_le_919,
+        .call_out = out_le_920,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21787,9 +21799,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:841 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_921,
+        .call = call_le_scalar_922,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_922,
+        .call_out = out_le_scalar_923,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21798,9 +21810,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:841 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_923,
+        .call = call_le_scalar_924,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_924,
+        .call_out = out_le_scalar_925,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21809,9 +21821,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:841 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_le_scalar_925,
+        .call = call_le_scalar_926,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_926,
+        .call_out = out_le_scalar_927,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21821,9 +21833,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_le_scalar_927,
+        .call = call_le_scalar_928,
         .call_inplace = NULL,
-        .call_out = out_le_scalar_928,
+        .call_out = out_le_scalar_929,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21833,9 +21845,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_929,
+        .call = call_ge_930,
         .call_inplace = NULL,
-        .call_out = out_ge_930,
+        .call_out = out_ge_931,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21845,9 +21857,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_931,
+        .call = call_ge_932,
         .call_inplace = NULL,
-        .call_out = out_ge_932,
+        .call_out = out_ge_933,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21857,9 +21869,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_933,
+        .call = call_ge_934,
         .call_inplace = NULL,
-        .call_out = out_ge_934,
+        .call_out = out_ge_935,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21869,9 +21881,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_935,
+        .call = call_ge_936,
         .call_inplace = NULL,
-        .call_out = out_ge_936,
+        .call_out = out_ge_937,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21882,9 +21894,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_937,
+        .call = call_ge_938,
         .call_inplace = NULL,
-        .call_out = out_ge_938,
+        .call_out = out_ge_939,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21893,9 +21905,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:860 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_940,
+        .call = call_ge_scalar_941,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_941,
+        .call_out = out_ge_scalar_942,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21904,9 +21916,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:860 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_942,
+        .call = call_ge_scalar_943,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_943,
+        .call_out = out_ge_scalar_944,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21915,9 +21927,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:860 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_ge_scalar_944,
+        .call = call_ge_scalar_945,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_945,
+        .call_out = out_ge_scalar_946,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21927,9 +21939,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ge_scalar_946,
+        .call = call_ge_scalar_947,
         .call_inplace = NULL,
-        .call_out = out_ge_scalar_947,
+        .call_out = out_ge_scalar_948,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21939,9 +21951,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_948,
+        .call = call_logical_and_949,
         .call_inplace = NULL,
-        .call_out = out_logical_and_949,
+        .call_out = out_logical_and_950,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21951,9 +21963,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_950,
+        .call = call_logical_and_951,
         .call_inplace = NULL,
-        .call_out = out_logical_and_951,
+        .call_out = out_logical_and_952,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21963,9 +21975,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_952,
+        .call = call_logical_and_953,
         .call_inplace = NULL,
-        .call_out = out_logical_and_953,
+        .call_out = out_logical_and_954,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21975,9 +21987,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_954,
+        .call = call_logical_and_955,
         .call_inplace = NULL,
-        .call_out = out_logical_and_955,
+        .call_out = out_logical_and_956,
         .differentiable = false,
         .domain = NULL,
     },
@@ -21988,9 +22000,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_and_956,
+        .call = call_logical_and_957,
         .call_inplace = NULL,
-        .call_out = out_logical_and_957,
+        .call_out = out_logical_and_958,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22000,9 +22012,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_959,
+        .call = call_logical_or_960,
         .call_inplace = NULL,
-        .call_out = out_logical_or_960,
+        .call_out = out_logical_or_961,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22012,9 +22024,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_961,
+        .call = call_logical_or_962,
         .call_inplace = NULL,
-        .call_out = out_logical_or_962,
+        .call_out = out_logical_or_963,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22024,9 +22036,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_963,
+        .call = call_logical_or_964,
         .call_inplace = NULL,
-        .call_out = out_logical_or_964,
+        .call_out = out_logical_or_965,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22036,9 +22048,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_965,
+        .call = call_logical_or_966,
         .call_inplace = NULL,
-        .call_out = out_logical_or_966,
+        .call_out = out_logical_or_967,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22049,9 +22061,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_or_967,
+        .call = call_logical_or_968,
         .call_inplace = NULL,
-        .call_out = out_logical_or_968,
+        .call_out = out_logical_or_969,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22061,9 +22073,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_970,
+        .call = call_logical_xor_971,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_971,
+        .call_out = out_logical_xor_972,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22073,9 +22085,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_972,
+        .call = call_logical_xor_973,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_973,
+        .call_out = out_logical_xor_974,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22085,9 +22097,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_974,
+        .call = call_logical_xor_975,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_975,
+        .call_out = out_logical_xor_976,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22097,9 +22109,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_976,
+        .call = call_logical_xor_977,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_977,
+        .call_out = out_logical_xor_978,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22110,9 +22122,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_xor_978,
+        .call = call_logical_xor_979,
         .call_inplace = NULL,
-        .call_out = out_logical_xor_979,
+        .call_out = out_logical_xor_980,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22121,9 +22133,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:899 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_981,
+        .call = call_logical_not_982,
         .call_inplace = NULL,
-        .call_out = out_logical_not_982,
+        .call_out = out_logical_not_983,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22132,9 +22144,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:899 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_983,
+        .call = call_logical_not_984,
         .call_inplace = NULL,
-        .call_out = out_logical_not_984,
+        .call_out = out_logical_not_985,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22143,9 +22155,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:899 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_logical_not_985,
+        .call = call_logical_not_986,
         .call_inplace = NULL,
-        .call_out = out_logical_not_986,
+        .call_out = out_logical_not_987,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22155,9 +22167,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_logical_not_987,
+        .call = call_logical_not_988,
         .call_inplace = NULL,
-        .call_out = out_logical_not_988,
+        .call_out = out_logical_not_989,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22167,8 +22179,8 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_989,
-        .call_inplace = inplace_masked_fill_990,
+        .call = call_masked_fill_990,
+        .call_inplace = inplace_masked_fill_991,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
@@ -22179,8 +22191,8 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_991,
-        .call_inplace = inplace_masked_fill_992,
+        .call = call_masked_fill_992,
+        .call_inplace = inplace_masked_fill_993,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
@@ -22192,8 +22204,8 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_993,
-        .call_inplace = inplace_masked_fill_994,
+        .call = call_masked_fill_994,
+        .call_inplace = inplace_masked_fill_995,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
@@ -22204,8 +22216,8 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_fill_995,
-        .call_inplace = inplace_masked_fill_996,
+        .call = call_masked_fill_996,
+        .call_inplace = inplace_masked_fill_997,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
@@ -22217,8 +22229,8 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_999,
-        .call_inplace = inplace_masked_fill_tensor_1000,
+        .call = call_masked_fill_tensor_1000,
+        .call_inplace = inplace_masked_fill_tensor_1001,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
@@ -22231,8 +22243,8 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_1001,
-        .call_inplace = inplace_masked_fill_tensor_1002,
+        .call = call_masked_fill_tensor_1002,
+        .call_inplace = inplace_masked_fill_tensor_1003,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
@@ -22244,8 +22256,8 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_masked_fill_tensor_1003,
-        .call_inplace = inplace_masked_fill_tensor_1004,
+        .call = call_masked_fill_tensor_1004,
+        .call_inplace = inplace_masked_fill_tensor_1005,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
@@ -22255,7 +22267,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:947 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_1008,
+        .call = call_sum_1009,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22267,7 +22279,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_1009,
+        .call = call_sum_1010,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22278,7 +22290,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:947 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_1010,
+        .call = call_sum_1011,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22289,7 +22301,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:947 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_1011,
+        .call = call_sum_1012,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22300,9 +22312,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:962 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_1012,
+        .call = call_sum_dim_1013,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_1013,
+        .call_out = out_sum_dim_1014,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22311,9 +22323,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:962 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_1014,
+        .call = call_sum_dim_1015,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_1015,
+        .call_out = out_sum_dim_1016,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22323,9 +22335,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_dim_1016,
+        .call = call_sum_dim_1017,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_1017,
+        .call_out = out_sum_dim_1018,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22334,9 +22346,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:962 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_1018,
+        .call = call_sum_dim_1019,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_1019,
+        .call_out = out_sum_dim_1020,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22345,7 +22357,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:979 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_1021,
+        .call = call_mean_1022,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22357,7 +22369,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mean_1022,
+        .call = call_mean_1023,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22368,7 +22380,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:979 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_1023,
+        .call = call_mean_1024,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22379,7 +22391,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:979 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_mean_1024,
+        .call = call_mean_1025,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22390,9 +22402,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:997 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_1026,
+        .call = call_mean_dim_1027,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_1027,
+        .call_out = out_mean_dim_1028,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22401,9 +22413,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:997 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_1028,
+        .call = call_mean_dim_1029,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_1029,
+        .call_out = out_mean_dim_1030,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22412,9 +22424,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:997 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_mean_dim_1030,
+        .call = call_mean_dim_1031,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_1031,
+        .call_out = out_mean_dim_1032,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22423,9 +22435,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:997 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_mean_dim_1032,
+        .call = call_mean_dim_1033,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_1033,
+        .call_out = out_mean_dim_1034,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22434,9 +22446,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1011 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_1036,
+        .call = call_amax_1037,
         .call_inplace = NULL,
-        .call_out = out_amax_1037,
+        .call_out = out_amax_1038,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22445,9 +22457,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1011 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_1038,
+        .call = call_amax_1039,
         .call_inplace = NULL,
-        .call_out = out_amax_1039,
+        .call_out = out_amax_1040,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22456,9 +22468,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1011 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_1040,
+        .call = call_amax_1041,
         .call_inplace = NULL,
-        .call_out = out_amax_1041,
+        .call_out = out_amax_1042,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22467,9 +22479,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1024 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1043,
+        .call = call_amin_1044,
         .call_inplace = NULL,
-        .call_out = out_amin_1044,
+        .call_out = out_amin_1045,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22478,9 +22490,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1024 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1045,
+        .call = call_amin_1046,
         .call_inplace = NULL,
-        .call_out = out_amin_1046,
+        .call_out = out_amin_1047,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22490,9 +22502,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_amin_1047,
+        .call = call_amin_1048,
         .call_inplace = NULL,
-        .call_out = out_amin_1048,
+        .call_out = out_amin_1049,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22501,9 +22513,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1024 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1049,
+        .call = call_amin_1050,
         .call_inplace = NULL,
-        .call_out = out_amin_1050,
+        .call_out = out_amin_1051,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22512,9 +22524,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1024 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1051,
+        .call = call_amin_1052,
         .call_inplace = NULL,
-        .call_out = out_amin_1052,
+        .call_out = out_amin_1053,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22523,7 +22535,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1038 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_1054,
+        .call = call_max_1055,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22535,7 +22547,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_max_1055,
+        .call = call_max_1056,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22546,7 +22558,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1038 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_1056,
+        .call = call_max_1057,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22557,7 +22569,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1050 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_1057,
+        .call = call_min_1058,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22569,7 +22581,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_min_1058,
+        .call = call_min_1059,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22580,7 +22592,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1050 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_min_1059,
+        .call = call_min_1060,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22591,9 +22603,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1064 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1060,
+        .call = call_max_dim_values_1061,
         .call_inplace = NULL,
-        .call_out = out_max_dim_values_1061,
+        .call_out = out_max_dim_values_1062,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22602,9 +22614,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1064 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1062,
+        .call = call_max_dim_indices_1063,
         .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1063,
+        .call_out = out_max_dim_indices_1064,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22613,9 +22625,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1064 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1064,
+        .call = call_max_dim_values_1065,
         .call_inplace = NULL,
-        .call_out = out_max_dim_values_1065,
+        .call_out = out_max_dim_values_1066,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22624,9 +22636,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1064 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1066,
+        .call = call_max_dim_indices_1067,
         .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1067,
+        .call_out = out_max_dim_indices_1068,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22636,9 +22648,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_max_dim_values_1068,
+        .call = call_max_dim_values_1069,
         .call_inplace = NULL,
-        .call_out = out_max_dim_values_1069,
+        .call_out = out_max_dim_values_1070,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22648,9 +22660,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_max_dim_indices_1070,
+        .call = call_max_dim_indices_1071,
         .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1071,
+        .call_out = out_max_dim_indices_1072,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22659,9 +22671,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1064 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1072,
+        .call = call_max_dim_values_1073,
         .call_inplace = NULL,
-        .call_out = out_max_dim_values_1073,
+        .call_out = out_max_dim_values_1074,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22670,9 +22682,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1064 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1074,
+        .call = call_max_dim_indices_1075,
         .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1075,
+        .call_out = out_max_dim_indices_1076,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22681,9 +22693,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1064 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1076,
+        .call = call_max_dim_values_1077,
         .call_inplace = NULL,
-        .call_out = out_max_dim_values_1077,
+        .call_out = out_max_dim_values_1078,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22692,9 +22704,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1064 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1078,
+        .call = call_max_dim_indices_1079,
         .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1079,
+        .call_out = out_max_dim_indices_1080,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22703,9 +22715,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1080 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_values_1081,
+        .call = call_min_dim_values_1082,
         .call_inplace = NULL,
-        .call_out = out_min_dim_values_1082,
+        .call_out = out_min_dim_values_1083,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22714,9 +22726,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1080 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_indices_1083,
+        .call = call_min_dim_indices_1084,
         .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1084,
+        .call_out = out_min_dim_indices_1085,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22725,9 +22737,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1080 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_values_1085,
+        .call = call_min_dim_values_1086,
         .call_inplace = NULL,
-        .call_out = out_min_dim_values_1086,
+        .call_out = out_min_dim_values_1087,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22736,9 +22748,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1080 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_indices_1087,
+        .call = call_min_dim_indices_1088,
         .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1088,
+        .call_out = out_min_dim_indices_1089,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22748,9 +22760,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_min_dim_values_1089,
+        .call = call_min_dim_values_1090,
         .call_inplace = NULL,
-        .call_out = out_min_dim_values_1090,
+        .call_out = out_min_dim_values_1091,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22760,9 +22772,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_min_dim_indices_1091,
+        .call = call_min_dim_indices_1092,
         .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1092,
+        .call_out = out_min_dim_indices_1093,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22771,9 +22783,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1080 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_values_1093,
+        .call = call_min_dim_values_1094,
         .call_inplace = NULL,
-        .call_out = out_min_dim_values_1094,
+        .call_out = out_min_dim_values_1095,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22782,9 +22794,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1080 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_indices_1095,
+        .call = call_min_dim_indices_1096,
         .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1096,
+        .call_out = out_min_dim_indices_1097,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22793,9 +22805,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1094 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1098,
+        .call = call_argmax_1099,
         .call_inplace = NULL,
-        .call_out = out_argmax_1099,
+        .call_out = out_argmax_1100,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22804,9 +22816,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1094 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1100,
+        .call = call_argmax_1101,
         .call_inplace = NULL,
-        .call_out = out_argmax_1101,
+        .call_out = out_argmax_1102,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22816,9 +22828,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argmax_1102,
+        .call = call_argmax_1103,
         .call_inplace = NULL,
-        .call_out = out_argmax_1103,
+        .call_out = out_argmax_1104,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22827,9 +22839,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1094 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1104,
+        .call = call_argmax_1105,
         .call_inplace = NULL,
-        .call_out = out_argmax_1105,
+        .call_out = out_argmax_1106,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22838,9 +22850,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1094 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1106,
+        .call = call_argmax_1107,
         .call_inplace = NULL,
-        .call_out = out_argmax_1107,
+        .call_out = out_argmax_1108,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22849,9 +22861,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1109 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_1109,
+        .call = call_argmin_1110,
         .call_inplace = NULL,
-        .call_out = out_argmin_1110,
+        .call_out = out_argmin_1111,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22860,9 +22872,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1109 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_1111,
+        .call = call_argmin_1112,
         .call_inplace = NULL,
-        .call_out = out_argmin_1112,
+        .call_out = out_argmin_1113,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22872,9 +22884,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argmin_1113,
+        .call = call_argmin_1114,
         .call_inplace = NULL,
-        .call_out = out_argmin_1114,
+        .call_out = out_argmin_1115,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22883,9 +22895,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1109 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_1115,
+        .call = call_argmin_1116,
         .call_inplace = NULL,
-        .call_out = out_argmin_1116,
+        .call_out = out_argmin_1117,
         .differentiable = false,
         .domain = NULL,
     },
@@ -22894,7 +22906,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1123 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_1118,
+        .call = call_prod_1119,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22906,7 +22918,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_prod_1119,
+        .call = call_prod_1120,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22917,7 +22929,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1123 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_1120,
+        .call = call_prod_1121,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22928,7 +22940,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1123 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_1121,
+        .call = call_prod_1122,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22939,9 +22951,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1138 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_1122,
+        .call = call_prod_dim_int_1123,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1123,
+        .call_out = out_prod_dim_int_1124,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22950,9 +22962,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1138 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_1124,
+        .call = call_prod_dim_int_1125,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1125,
+        .call_out = out_prod_dim_int_1126,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22962,9 +22974,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_prod_dim_int_1126,
+        .call = call_prod_dim_int_1127,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1127,
+        .call_out = out_prod_dim_int_1128,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22973,9 +22985,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1138 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_1128,
+        .call = call_prod_dim_int_1129,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1129,
+        .call_out = out_prod_dim_int_1130,
         .differentiable = true,
         .domain = NULL,
     },
@@ -22984,7 +22996,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1152 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_all_1131,
+        .call = call_all_1132,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22995,7 +23007,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1152 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_all_1132,
+        .call = call_all_1133,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23006,9 +23018,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1165 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_all_dim_1133,
+        .call = call_all_dim_1134,
         .call_inplace = NULL,
-        .call_out = out_all_dim_1134,
+        .call_out = out_all_dim_1135,
         .differentiable = false,
         .domain = NULL,
     },
@@ -23018,9 +23030,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_all_dim_1135,
+        .call = call_all_dim_1136,
         .call_inplace = NULL,
-        .call_out = out_all_dim_1136,
+        .call_out = out_all_dim_1137,
         .differentiable = false,
         .domain = NULL,
     },
@@ -23029,9 +23041,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1165 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_all_dim_1137,
+        .call = call_all_dim_1138,
         .call_inplace = NULL,
-        .call_out = out_all_dim_1138,
+        .call_out = out_all_dim_1139,
         .differentiable = false,
         .domain = NULL,
     },
@@ -23040,7 +23052,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1178 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_any_1140,
+        .call = call_any_1141,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23051,7 +23063,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1178 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_any_1141,
+        .call = call_any_1142,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23062,9 +23074,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1191 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_any_dim_1142,
+        .call = call_any_dim_1143,
         .call_inplace = NULL,
-        .call_out = out_any_dim_1143,
+        .call_out = out_any_dim_1144,
         .differentiable = false,
         .domain = NULL,
     },
@@ -23074,9 +23086,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_any_dim_1144,
+        .call = call_any_dim_1145,
         .call_inplace = NULL,
-        .call_out = out_any_dim_1145,
+        .call_out = out_any_dim_1146,
         .differentiable = false,
         .domain = NULL,
     },
@@ -23085,9 +23097,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1191 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_any_dim_1146,
+        .call = call_any_dim_1147,
         .call_inplace = NULL,
-        .call_out = out_any_dim_1147,
+        .call_out = out_any_dim_1148,
         .differentiable = false,
         .domain = NULL,
     },
@@ -23096,9 +23108,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1204 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1149,
+        .call = call_cumsum_1150,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1150,
+        .call_out = out_cumsum_1151,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23107,9 +23119,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1204 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1151,
+        .call = call_cumsum_1152,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1152,
+        .call_out = out_cumsum_1153,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23119,9 +23131,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_cumsum_1153,
+        .call = call_cumsum_1154,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1154,
+        .call_out = out_cumsum_1155,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23130,9 +23142,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1204 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1155,
+        .call = call_cumsum_1156,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1156,
+        .call_out = out_cumsum_1157,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23141,9 +23153,9 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1204 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1157,
+        .call = call_cumsum_1158,
         .call_inplace = NULL,
-        .call_out = out_cumsum_1158,
+        .call_out = out_cumsum_1159,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23152,7 +23164,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1220 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_1160,
+        .call = call_logsumexp_1161,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23163,7 +23175,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1220 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_1161,
+        .call = call_logsumexp_1162,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23175,7 +23187,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_logsumexp_1162,
+        .call = call_logsumexp_1163,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23186,7 +23198,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1220 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_1163,
+        .call = call_logsumexp_1164,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23197,7 +23209,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1220 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_logsumexp_1164,
+        .call = call_logsumexp_1165,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23208,7 +23220,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1220 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_logsumexp_1165,
+        .call = call_logsumexp_1166,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23219,7 +23231,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1236 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_1167,
+        .call = call_var_1168,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23230,7 +23242,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1236 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_1168,
+        .call = call_var_1169,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23242,7 +23254,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_var_1169,
+        .call = call_var_1170,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23253,7 +23265,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1236 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_1170,
+        .call = call_var_1171,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23264,7 +23276,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1251 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_std_1173,
+        .call = call_std_1174,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23275,7 +23287,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1251 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_std_1174,
+        .call = call_std_1175,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23287,7 +23299,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_std_1175,
+        .call = call_std_1176,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23298,7 +23310,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1269 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_1178,
+        .call = call_linalg_vector_norm_1179,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23309,7 +23321,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1269 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_1179,
+        .call = call_linalg_vector_norm_1180,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23321,7 +23333,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_linalg_vector_norm_1180,
+        .call = call_linalg_vector_norm_1181,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23332,7 +23344,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1269 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_1181,
+        .call = call_linalg_vector_norm_1182,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23344,9 +23356,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1185,
+        .call = call_mm_1186,
         .call_inplace = NULL,
-        .call_out = out_mm_1186,
+        .call_out = out_mm_1187,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23358,9 +23370,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_1187,
+        .call = call_mm_1188,
         .call_inplace = NULL,
-        .call_out = out_mm_1188,
+        .call_out = out_mm_1189,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23370,9 +23382,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1189,
+        .call = call_mm_1190,
         .call_inplace = NULL,
-        .call_out = out_mm_1190,
+        .call_out = out_mm_1191,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23382,9 +23394,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1191,
+        .call = call_mm_1192,
         .call_inplace = NULL,
-        .call_out = out_mm_1192,
+        .call_out = out_mm_1193,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23394,7 +23406,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1197,
+        .call = call_matmul_1198,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23406,7 +23418,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1198,
+        .call = call_matmul_1199,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23418,7 +23430,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1199,
+        .call = call_matmul_1200,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23430,7 +23442,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1200,
+        .call = call_matmul_1201,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23442,7 +23454,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1201,
+        .call = call_matmul_1202,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23454,7 +23466,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1202,
+        .call = call_matmul_1203,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23470,7 +23482,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_1203,
+        .call = call_matmul_1204,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23482,7 +23494,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1204,
+        .call = call_matmul_1205,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23494,7 +23506,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1205,
+        .call = call_matmul_1206,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23510,7 +23522,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 2, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_1206,
+        .call = call_matmul_1207,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23522,7 +23534,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1207,
+        .call = call_matmul_1208,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23534,9 +23546,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1211,
+        .call = call_bmm_1212,
         .call_inplace = NULL,
-        .call_out = out_bmm_1212,
+        .call_out = out_bmm_1213,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23554,9 +23566,9 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_1213,
+        .call = call_bmm_1214,
         .call_inplace = NULL,
-        .call_out = out_bmm_1214,
+        .call_out = out_bmm_1215,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23566,9 +23578,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1215,
+        .call = call_bmm_1216,
         .call_inplace = NULL,
-        .call_out = out_bmm_1216,
+        .call_out = out_bmm_1217,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23578,9 +23590,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1217,
+        .call = call_bmm_1218,
         .call_inplace = NULL,
-        .call_out = out_bmm_1218,
+        .call_out = out_bmm_1219,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23591,9 +23603,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1224,
+        .call = call_addmm_1225,
         .call_inplace = NULL,
-        .call_out = out_addmm_1225,
+        .call_out = out_addmm_1226,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23606,9 +23618,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_1226,
+        .call = call_addmm_1227,
         .call_inplace = NULL,
-        .call_out = out_addmm_1227,
+        .call_out = out_addmm_1228,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23619,9 +23631,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1228,
+        .call = call_addmm_1229,
         .call_inplace = NULL,
-        .call_out = out_addmm_1229,
+        .call_out = out_addmm_1230,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23632,9 +23644,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1230,
+        .call = call_addmm_1231,
         .call_inplace = NULL,
-        .call_out = out_addmm_1231,
+        .call_out = out_addmm_1232,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23645,9 +23657,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1232,
+        .call = call_addmm_1233,
         .call_inplace = NULL,
-        .call_out = out_addmm_1233,
+        .call_out = out_addmm_1234,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23658,9 +23670,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1241,
+        .call = call_baddbmm_1242,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1242,
+        .call_out = out_baddbmm_1243,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23675,9 +23687,9 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1243,
+        .call = call_baddbmm_1244,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1244,
+        .call_out = out_baddbmm_1245,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23692,9 +23704,9 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_1245,
+        .call = call_baddbmm_1246,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1246,
+        .call_out = out_baddbmm_1247,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23705,9 +23717,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1247,
+        .call = call_baddbmm_1248,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1248,
+        .call_out = out_baddbmm_1249,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23718,9 +23730,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1249,
+        .call = call_baddbmm_1250,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1250,
+        .call_out = out_baddbmm_1251,
         .differentiable = true,
         .domain = NULL,
     },
@@ -23730,7 +23742,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1260,
+        .call = call_dot_1261,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23742,7 +23754,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1261,
+        .call = call_dot_1262,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23754,7 +23766,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1262,
+        .call = call_dot_1263,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23766,7 +23778,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1267,
+        .call = call_outer_1268,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23778,7 +23790,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1268,
+        .call = call_outer_1269,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23790,7 +23802,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1269,
+        .call = call_outer_1270,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23804,7 +23816,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1273,
+        .call = call_linear_1274,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23818,7 +23830,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1274,
+        .call = call_linear_1275,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23830,7 +23842,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1275,
+        .call = call_linear_1276,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23844,7 +23856,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1276,
+        .call = call_linear_1277,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23859,7 +23871,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1277,
+        .call = call_linear_1278,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23873,7 +23885,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1278,
+        .call = call_linear_1279,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23886,7 +23898,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_linear_1279,
+        .call = call_linear_1280,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23898,7 +23910,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1280,
+        .call = call_linear_1281,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23910,7 +23922,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1281,
+        .call = call_linear_1282,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23922,7 +23934,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1282,
+        .call = call_linear_1283,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23934,7 +23946,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1283,
+        .call = call_linear_1284,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23948,7 +23960,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1284,
+        .call = call_linear_1285,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23961,7 +23973,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1290,
+        .call = call_mm_mat1_backward_1291,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23976,7 +23988,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1291,
+        .call = call_mm_mat1_backward_1292,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23989,7 +24001,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1292,
+        .call = call_mm_mat1_backward_1293,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24003,7 +24015,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1293,
+        .call = call_mm_mat1_backward_1294,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24016,7 +24028,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1298,
+        .call = call_mm_mat2_backward_1299,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24031,7 +24043,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1299,
+        .call = call_mm_mat2_backward_1300,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24045,7 +24057,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1300,
+        .call = call_mm_mat2_backward_1301,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24058,7 +24070,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1301,
+        .call = call_mm_mat2_backward_1302,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24069,7 +24081,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1591 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1306,
+        .call = call_t_1307,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24080,7 +24092,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1591 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1307,
+        .call = call_t_1308,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24091,7 +24103,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1602 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1309,
+        .call = call_transpose_1310,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24102,7 +24114,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1602 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1310,
+        .call = call_transpose_1311,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24113,7 +24125,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1616 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_1313,
+        .call = call_permute_1314,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24124,7 +24136,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1625 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1316,
+        .call = call_view_1317,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24135,7 +24147,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1625 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1317,
+        .call = call_view_1318,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24146,7 +24158,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1635 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1318,
+        .call = call_reshape_1319,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24158,7 +24170,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1319,
+        .call = call_reshape_1320,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24169,7 +24181,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1645 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1320,
+        .call = call_expand_1321,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24180,7 +24192,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1645 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1321,
+        .call = call_expand_1322,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24191,7 +24203,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1655 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1322,
+        .call = call_squeeze_1323,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24202,7 +24214,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1665 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1323,
+        .call = call_squeeze_dim_1324,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24213,7 +24225,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1665 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1324,
+        .call = call_squeeze_dim_1325,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24224,7 +24236,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1676 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1326,
+        .call = call_unsqueeze_1327,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24235,7 +24247,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1676 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1327,
+        .call = call_unsqueeze_1328,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24246,7 +24258,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1690 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1329,
+        .call = call_slice_1330,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24257,7 +24269,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1690 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1330,
+        .call = call_slice_1331,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24268,7 +24280,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1701 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1333,
+        .call = call_select_1334,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24279,7 +24291,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1701 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1334,
+        .call = call_select_1335,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24291,7 +24303,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1336,
+        .call = call_contiguous_1337,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24302,7 +24314,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1724 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1337,
+        .call = call_flatten_1338,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24313,7 +24325,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1724 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1338,
+        .call = call_flatten_1339,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24325,7 +24337,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flatten_1339,
+        .call = call_flatten_1340,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24336,7 +24348,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1724 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1340,
+        .call = call_flatten_1341,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24347,7 +24359,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1724 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1341,
+        .call = call_flatten_1342,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24358,7 +24370,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1743 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1345,
+        .call = call_unflatten_1346,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24369,7 +24381,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1743 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1346,
+        .call = call_unflatten_1347,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24381,7 +24393,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unflatten_1347,
+        .call = call_unflatten_1348,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24392,7 +24404,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1743 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1348,
+        .call = call_unflatten_1349,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24403,7 +24415,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1755 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1352,
+        .call = call_broadcast_to_1353,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24414,7 +24426,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1755 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1353,
+        .call = call_broadcast_to_1354,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24426,7 +24438,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_broadcast_to_1354,
+        .call = call_broadcast_to_1355,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24437,7 +24449,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1755 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1355,
+        .call = call_broadcast_to_1356,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24448,7 +24460,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1773 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1356,
+        .call = call_narrow_1357,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24459,7 +24471,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1773 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1357,
+        .call = call_narrow_1358,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24471,7 +24483,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_narrow_1358,
+        .call = call_narrow_1359,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24482,7 +24494,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1773 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1359,
+        .call = call_narrow_1360,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24493,7 +24505,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1788 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1363,
+        .call = call_repeat_1364,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24504,7 +24516,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1788 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1364,
+        .call = call_repeat_1365,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24516,7 +24528,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_repeat_1365,
+        .call = call_repeat_1366,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24527,7 +24539,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1788 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1366,
+        .call = call_repeat_1367,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24538,7 +24550,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1788 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1367,
+        .call = call_repeat_1368,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24549,7 +24561,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1788 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1368,
+        .call = call_repeat_1369,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24560,7 +24572,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1803 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1370,
+        .call = call_flip_1371,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24571,7 +24583,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1803 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1371,
+        .call = call_flip_1372,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24583,7 +24595,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flip_1372,
+        .call = call_flip_1373,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24594,7 +24606,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1803 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1373,
+        .call = call_flip_1374,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24605,7 +24617,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1803 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1374,
+        .call = call_flip_1375,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24616,7 +24628,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1820 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1376,
+        .call = call_roll_1377,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24627,7 +24639,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1820 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1377,
+        .call = call_roll_1378,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24638,7 +24650,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1820 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1378,
+        .call = call_roll_1379,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24650,7 +24662,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_roll_1379,
+        .call = call_roll_1380,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24661,7 +24673,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1820 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1380,
+        .call = call_roll_1381,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24672,7 +24684,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1844 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1383,
+        .call = call_tril_1384,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24683,7 +24695,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1844 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1384,
+        .call = call_tril_1385,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24695,7 +24707,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tril_1385,
+        .call = call_tril_1386,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24706,7 +24718,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1844 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1386,
+        .call = call_tril_1387,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24717,7 +24729,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1844 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1387,
+        .call = call_tril_1388,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24728,7 +24740,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1860 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1389,
+        .call = call_triu_1390,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24739,7 +24751,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1860 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1390,
+        .call = call_triu_1391,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24751,7 +24763,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_triu_1391,
+        .call = call_triu_1392,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24762,7 +24774,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1860 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1392,
+        .call = call_triu_1393,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24773,7 +24785,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1860 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1393,
+        .call = call_triu_1394,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24784,7 +24796,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1874 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1395,
+        .call = call_pad_1396,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24795,7 +24807,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1874 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1396,
+        .call = call_pad_1397,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24807,7 +24819,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_pad_1397,
+        .call = call_pad_1398,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24818,7 +24830,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1874 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1398,
+        .call = call_pad_1399,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24829,7 +24841,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1874 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1399,
+        .call = call_pad_1400,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24840,7 +24852,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1874 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1400,
+        .call = call_pad_1401,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24851,7 +24863,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1874 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1401,
+        .call = call_pad_1402,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24866,7 +24878,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_pad_1402,
+        .call = call_pad_1403,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24878,9 +24890,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1404,
+        .call = call_cat_1405,
         .call_inplace = NULL,
-        .call_out = out_cat_1405,
+        .call_out = out_cat_1406,
         .differentiable = true,
         .domain = NULL,
     },
@@ -24891,9 +24903,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1406,
+        .call = call_cat_1407,
         .call_inplace = NULL,
-        .call_out = out_cat_1407,
+        .call_out = out_cat_1408,
         .differentiable = true,
         .domain = NULL,
     },
@@ -24907,9 +24919,9 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1408,
+        .call = call_cat_1409,
         .call_inplace = NULL,
-        .call_out = out_cat_1409,
+        .call_out = out_cat_1410,
         .differentiable = true,
         .domain = NULL,
     },
@@ -24920,9 +24932,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1410,
+        .call = call_cat_1411,
         .call_inplace = NULL,
-        .call_out = out_cat_1411,
+        .call_out = out_cat_1412,
         .differentiable = true,
         .domain = NULL,
     },
@@ -24932,9 +24944,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = call_cat_1412,
+        .call = call_cat_1413,
         .call_inplace = NULL,
-        .call_out = out_cat_1413,
+        .call_out = out_cat_1414,
         .differentiable = true,
         .domain = NULL,
     },
@@ -24944,7 +24956,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1414,
+        .call = call_stack_1415,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24957,7 +24969,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1415,
+        .call = call_stack_1416,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24973,7 +24985,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1416,
+        .call = call_stack_1417,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24985,7 +24997,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1417,
+        .call = call_stack_1418,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24997,7 +25009,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1418,
+        .call = call_stack_1419,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25008,7 +25020,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1929 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1419,
+        .call = call_split_1420,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25019,7 +25031,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1929 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1421,
+        .call = call_split_1422,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25031,7 +25043,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_1423,
+        .call = call_split_1424,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25042,7 +25054,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1929 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1425,
+        .call = call_split_1426,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25053,7 +25065,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1942 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1427,
+        .call = call_split_with_sizes_1428,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25064,7 +25076,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1942 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1429,
+        .call = call_split_with_sizes_1430,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25076,7 +25088,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_with_sizes_1431,
+        .call = call_split_with_sizes_1432,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25087,7 +25099,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1942 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1433,
+        .call = call_split_with_sizes_1434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25098,7 +25110,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1955 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1435,
+        .call = call_chunk_1436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25109,7 +25121,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1955 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1437,
+        .call = call_chunk_1438,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25121,7 +25133,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_chunk_1439,
+        .call = call_chunk_1440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25132,7 +25144,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1955 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1441,
+        .call = call_chunk_1442,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25143,7 +25155,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1968 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1443,
+        .call = call_unbind_1444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25154,7 +25166,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1968 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1445,
+        .call = call_unbind_1446,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25166,7 +25178,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unbind_1447,
+        .call = call_unbind_1448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25177,7 +25189,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:1968 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1449,
+        .call = call_unbind_1450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25189,9 +25201,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1451,
+        .call = call_index_select_1452,
         .call_inplace = NULL,
-        .call_out = out_index_select_1452,
+        .call_out = out_index_select_1453,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25201,9 +25213,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1453,
+        .call = call_index_select_1454,
         .call_inplace = NULL,
-        .call_out = out_index_select_1454,
+        .call_out = out_index_select_1455,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25214,9 +25226,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_1455,
+        .call = call_index_select_1456,
         .call_inplace = NULL,
-        .call_out = out_index_select_1456,
+        .call_out = out_index_select_1457,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25226,9 +25238,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_1457,
+        .call = call_index_select_1458,
         .call_inplace = NULL,
-        .call_out = out_index_select_1458,
+        .call_out = out_index_select_1459,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25238,9 +25250,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_1459,
+        .call = call_index_select_1460,
         .call_inplace = NULL,
-        .call_out = out_index_select_1460,
+        .call_out = out_index_select_1461,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25250,9 +25262,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_1461,
+        .call = call_index_select_1462,
         .call_inplace = NULL,
-        .call_out = out_index_select_1462,
+        .call_out = out_index_select_1463,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25263,9 +25275,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1465,
+        .call = call_index_add_1466,
         .call_inplace = NULL,
-        .call_out = out_index_add_1466,
+        .call_out = out_index_add_1467,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25276,9 +25288,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1467,
+        .call = call_index_add_1468,
         .call_inplace = NULL,
-        .call_out = out_index_add_1468,
+        .call_out = out_index_add_1469,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25291,9 +25303,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_1469,
+        .call = call_index_add_1470,
         .call_inplace = NULL,
-        .call_out = out_index_add_1470,
+        .call_out = out_index_add_1471,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25304,9 +25316,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1471,
+        .call = call_index_add_1472,
         .call_inplace = NULL,
-        .call_out = out_index_add_1472,
+        .call_out = out_index_add_1473,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25317,9 +25329,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1473,
+        .call = call_index_add_1474,
         .call_inplace = NULL,
-        .call_out = out_index_add_1474,
+        .call_out = out_index_add_1475,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25330,9 +25342,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1477,
+        .call = call_index_copy_1478,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1478,
+        .call_out = out_index_copy_1479,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25344,9 +25356,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1479,
+        .call = call_index_copy_1480,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1480,
+        .call_out = out_index_copy_1481,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25357,9 +25369,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1481,
+        .call = call_index_copy_1482,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1482,
+        .call_out = out_index_copy_1483,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25369,9 +25381,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1485,
+        .call = call_gather_1486,
         .call_inplace = NULL,
-        .call_out = out_gather_1486,
+        .call_out = out_gather_1487,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25381,9 +25393,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_1487,
+        .call = call_gather_1488,
         .call_inplace = NULL,
-        .call_out = out_gather_1488,
+        .call_out = out_gather_1489,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25394,9 +25406,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1489,
+        .call = call_gather_1490,
         .call_inplace = NULL,
-        .call_out = out_gather_1490,
+        .call_out = out_gather_1491,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25406,9 +25418,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_1491,
+        .call = call_gather_1492,
         .call_inplace = NULL,
-        .call_out = out_gather_1492,
+        .call_out = out_gather_1493,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25418,9 +25430,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_1493,
+        .call = call_gather_1494,
         .call_inplace = NULL,
-        .call_out = out_gather_1494,
+        .call_out = out_gather_1495,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25431,9 +25443,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1497,
+        .call = call_scatter_1498,
         .call_inplace = NULL,
-        .call_out = out_scatter_1498,
+        .call_out = out_scatter_1499,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25445,9 +25457,9 @@ const yt_op_case yt_op_cases[] = {
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1499,
+        .call = call_scatter_1500,
         .call_inplace = NULL,
-        .call_out = out_scatter_1500,
+        .call_out = out_scatter_1501,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25458,9 +25470,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1501,
+        .call = call_scatter_1502,
         .call_inplace = NULL,
-        .call_out = out_scatter_1502,
+        .call_out = out_scatter_1503,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25471,9 +25483,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1503,
+        .call = call_scatter_1504,
         .call_inplace = NULL,
-        .call_out = out_scatter_1504,
+        .call_out = out_scatter_1505,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25483,9 +25495,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_1507,
+        .call = call_scatter_value_1508,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1508,
+        .call_out = out_scatter_value_1509,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25496,9 +25508,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_1509,
+        .call = call_scatter_value_1510,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1510,
+        .call_out = out_scatter_value_1511,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25508,9 +25520,9 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_1511,
+        .call = call_scatter_value_1512,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1512,
+        .call_out = out_scatter_value_1513,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25521,9 +25533,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1515,
+        .call = call_scatter_add_1516,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1516,
+        .call_out = out_scatter_add_1517,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25534,9 +25546,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1517,
+        .call = call_scatter_add_1518,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1518,
+        .call_out = out_scatter_add_1519,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25549,9 +25561,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_1519,
+        .call = call_scatter_add_1520,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1520,
+        .call_out = out_scatter_add_1521,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25562,9 +25574,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1521,
+        .call = call_scatter_add_1522,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1522,
+        .call_out = out_scatter_add_1523,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25575,9 +25587,9 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1523,
+        .call = call_scatter_add_1524,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1524,
+        .call_out = out_scatter_add_1525,
         .differentiable = true,
         .domain = NULL,
     },
@@ -25588,7 +25600,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1527,
+        .call = call_embedding_1528,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25606,7 +25618,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_1528,
+        .call = call_embedding_1529,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25618,7 +25630,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_1529,
+        .call = call_embedding_1530,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25630,7 +25642,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1530,
+        .call = call_embedding_1531,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25643,7 +25655,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_1534,
+        .call = call_embedding_dense_backward_1535,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25655,7 +25667,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_1535,
+        .call = call_embedding_dense_backward_1536,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25666,7 +25678,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2154 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_1537,
+        .call = call_one_hot_1538,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25677,7 +25689,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2154 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1538,
+        .call = call_one_hot_1539,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25688,7 +25700,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2154 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_1539,
+        .call = call_one_hot_1540,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25699,7 +25711,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2154 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1540,
+        .call = call_one_hot_1541,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25710,7 +25722,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2166 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1542,
+        .call = call_nonzero_1543,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25722,7 +25734,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_1543,
+        .call = call_nonzero_1544,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25733,7 +25745,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2166 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_1544,
+        .call = call_nonzero_1545,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25744,7 +25756,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2166 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1545,
+        .call = call_nonzero_1546,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25756,7 +25768,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1546,
+        .call = call_masked_select_1547,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25768,7 +25780,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1547,
+        .call = call_masked_select_1548,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25781,7 +25793,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1548,
+        .call = call_masked_select_1549,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25793,7 +25805,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1549,
+        .call = call_masked_select_1550,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25805,7 +25817,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1550,
+        .call = call_masked_select_1551,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25816,7 +25828,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2194 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1553,
+        .call = call_argsort_1554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25827,7 +25839,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2194 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1554,
+        .call = call_argsort_1555,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25839,7 +25851,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_1555,
+        .call = call_argsort_1556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25850,7 +25862,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2194 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1556,
+        .call = call_argsort_1557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25861,7 +25873,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2194 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1557,
+        .call = call_argsort_1558,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25872,7 +25884,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2210 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_stable_1558,
+        .call = call_argsort_stable_1559,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25884,7 +25896,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_stable_1559,
+        .call = call_argsort_stable_1560,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25901,7 +25913,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 4,
                       .optional = true},
-        .call = call_index_1560,
+        .call = call_index_1561,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25918,7 +25930,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1561,
+        .call = call_index_1562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25941,7 +25953,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 2,
                       .optional = true},
-        .call = call_index_1562,
+        .call = call_index_1563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25958,7 +25970,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_index_1563,
+        .call = call_index_1564,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25971,7 +25983,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
-        .call = call_index_1564,
+        .call = call_index_1565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25988,7 +26000,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1565,
+        .call = call_index_1566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26006,7 +26018,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 4,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1566,
+        .call = call_index_put_1567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26024,7 +26036,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1567,
+        .call = call_index_put_1568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26048,7 +26060,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1568,
+        .call = call_index_put_1569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26066,7 +26078,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1569,
+        .call = call_index_put_1570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26084,7 +26096,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1570,
+        .call = call_index_put_1571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26095,7 +26107,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2251 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1571,
+        .call = call_sort_values_1572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26106,7 +26118,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2251 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1572,
+        .call = call_sort_indices_1573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26117,7 +26129,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2251 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1573,
+        .call = call_sort_values_1574,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26128,7 +26140,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2251 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1574,
+        .call = call_sort_indices_1575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26140,7 +26152,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_values_1575,
+        .call = call_sort_values_1576,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26152,7 +26164,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_indices_1576,
+        .call = call_sort_indices_1577,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26163,7 +26175,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2251 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1577,
+        .call = call_sort_values_1578,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26174,7 +26186,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2251 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1578,
+        .call = call_sort_indices_1579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26185,7 +26197,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2251 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1579,
+        .call = call_sort_values_1580,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26196,7 +26208,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2251 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1580,
+        .call = call_sort_indices_1581,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26207,7 +26219,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2267 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_values_1581,
+        .call = call_sort_stable_values_1582,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26218,7 +26230,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2267 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_indices_1582,
+        .call = call_sort_stable_indices_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26230,7 +26242,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_values_1583,
+        .call = call_sort_stable_values_1584,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26242,7 +26254,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_indices_1584,
+        .call = call_sort_stable_indices_1585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26253,7 +26265,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2281 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1585,
+        .call = call_topk_values_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26264,7 +26276,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2281 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1586,
+        .call = call_topk_indices_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26275,7 +26287,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2281 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1587,
+        .call = call_topk_values_1588,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26286,7 +26298,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2281 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1588,
+        .call = call_topk_indices_1589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26298,7 +26310,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_values_1589,
+        .call = call_topk_values_1590,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26310,7 +26322,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_indices_1590,
+        .call = call_topk_indices_1591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26321,7 +26333,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2281 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1591,
+        .call = call_topk_values_1592,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26332,7 +26344,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2281 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1592,
+        .call = call_topk_indices_1593,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26343,7 +26355,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2281 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1593,
+        .call = call_topk_values_1594,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26354,7 +26366,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2281 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1594,
+        .call = call_topk_indices_1595,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26365,7 +26377,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2303 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1595,
+        .call = call_avg_pool2d_1596,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26376,7 +26388,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2303 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1596,
+        .call = call_avg_pool2d_1597,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26391,7 +26403,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_avg_pool2d_1597,
+        .call = call_avg_pool2d_1598,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26402,7 +26414,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2303 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1598,
+        .call = call_avg_pool2d_1599,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26413,7 +26425,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2322 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1602,
+        .call = call_adaptive_avg_pool2d_1603,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26424,7 +26436,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2322 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1603,
+        .call = call_adaptive_avg_pool2d_1604,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26439,7 +26451,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_adaptive_avg_pool2d_1604,
+        .call = call_adaptive_avg_pool2d_1605,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26450,7 +26462,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2322 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1605,
+        .call = call_adaptive_avg_pool2d_1606,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26463,7 +26475,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1609,
+        .call = call_avg_pool2d_backward_1610,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26475,7 +26487,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1610,
+        .call = call_avg_pool2d_backward_1611,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26488,7 +26500,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_1612,
+        .call = call_adaptive_avg_pool2d_backward_1613,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26502,7 +26514,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1614,
+        .call = call_conv2d_1615,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26516,7 +26528,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1615,
+        .call = call_conv2d_1616,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26530,7 +26542,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1616,
+        .call = call_conv2d_1617,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26552,7 +26564,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1617,
+        .call = call_conv2d_1618,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26566,7 +26578,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1618,
+        .call = call_conv2d_1619,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26578,7 +26590,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_1619,
+        .call = call_conv2d_1620,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26592,7 +26604,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1624,
+        .call = call_conv2d_padding_1625,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26606,7 +26618,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1625,
+        .call = call_conv2d_padding_1626,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26620,7 +26632,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1626,
+        .call = call_conv2d_padding_1627,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26634,7 +26646,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1631,
+        .call = call_conv1d_1632,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26648,7 +26660,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1632,
+        .call = call_conv1d_1633,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26663,7 +26675,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1633,
+        .call = call_conv1d_1634,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26677,7 +26689,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_1638,
+        .call = call_conv1d_padding_1639,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26691,7 +26703,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1643,
+        .call = call_conv_transpose2d_1644,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26705,7 +26717,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1644,
+        .call = call_conv_transpose2d_1645,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26723,7 +26735,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1645,
+        .call = call_conv_transpose2d_1646,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26735,7 +26747,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1646,
+        .call = call_conv_transpose2d_1647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26749,7 +26761,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1647,
+        .call = call_conv_transpose2d_1648,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26761,7 +26773,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1648,
+        .call = call_conv_transpose2d_1649,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26774,7 +26786,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1653,
+        .call = call_conv2d_backward_input_1654,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26787,7 +26799,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1654,
+        .call = call_conv2d_backward_input_1655,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26800,7 +26812,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1656,
+        .call = call_conv2d_backward_weight_1657,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26813,7 +26825,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1657,
+        .call = call_conv2d_backward_weight_1658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26825,7 +26837,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1659,
+        .call = call_conv2d_backward_bias_1660,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26836,7 +26848,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2522 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1660,
+        .call = call_conv2d_backward_bias_1661,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26847,7 +26859,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2540 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1663,
+        .call = call_max_pool2d_with_indices_values_1664,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26858,7 +26870,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2540 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1664,
+        .call = call_max_pool2d_with_indices_indices_1665,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26869,7 +26881,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2540 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1665,
+        .call = call_max_pool2d_with_indices_values_1666,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26880,7 +26892,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2540 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1666,
+        .call = call_max_pool2d_with_indices_indices_1667,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26895,7 +26907,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_values_1667,
+        .call = call_max_pool2d_with_indices_values_1668,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26910,7 +26922,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_indices_1668,
+        .call = call_max_pool2d_with_indices_indices_1669,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26921,7 +26933,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2540 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1669,
+        .call = call_max_pool2d_with_indices_values_1670,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26932,7 +26944,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2540 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1670,
+        .call = call_max_pool2d_with_indices_indices_1671,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26943,7 +26955,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2558 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1674,
+        .call = call_max_pool2d_1675,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26954,7 +26966,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2558 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1675,
+        .call = call_max_pool2d_1676,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26969,7 +26981,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_1676,
+        .call = call_max_pool2d_1677,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26984,7 +26996,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1680,
+        .call = call_layer_norm_1681,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26997,7 +27009,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1681,
+        .call = call_layer_norm_1682,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27011,7 +27023,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1682,
+        .call = call_layer_norm_1683,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27026,7 +27038,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1683,
+        .call = call_layer_norm_1684,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27037,7 +27049,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2583 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_layer_norm_1684,
+        .call = call_layer_norm_1685,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27052,7 +27064,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1690,
+        .call = call_group_norm_1691,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27065,7 +27077,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1691,
+        .call = call_group_norm_1692,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27082,7 +27094,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1692,
+        .call = call_group_norm_1693,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27097,7 +27109,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1693,
+        .call = call_group_norm_1694,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27108,7 +27120,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2610 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_group_norm_1694,
+        .call = call_group_norm_1695,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27121,7 +27133,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1702,
+        .call = call_rms_norm_1703,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27132,7 +27144,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2634 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1703,
+        .call = call_rms_norm_1704,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27146,7 +27158,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1704,
+        .call = call_rms_norm_1705,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27159,7 +27171,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1705,
+        .call = call_rms_norm_1706,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27174,7 +27186,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1710,
+        .call = call_batch_norm_1711,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27197,7 +27209,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1711,
+        .call = call_batch_norm_1712,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27226,7 +27238,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1712,
+        .call = call_batch_norm_1713,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27251,7 +27263,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1713,
+        .call = call_batch_norm_1714,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27280,7 +27292,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1714,
+        .call = call_batch_norm_1715,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27305,7 +27317,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1715,
+        .call = call_batch_norm_1716,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27320,7 +27332,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1728,
+        .call = call_row_norm_1729,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27333,7 +27345,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1729,
+        .call = call_row_norm_1730,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27348,7 +27360,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1738,
+        .call = call_batch_norm_training_1739,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27371,7 +27383,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_training_1739,
+        .call = call_batch_norm_training_1740,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27382,7 +27394,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2901 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1766,
+        .call = call_softmax_1767,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27393,7 +27405,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2901 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1767,
+        .call = call_softmax_1768,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27405,7 +27417,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1768,
+        .call = call_softmax_1769,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27416,7 +27428,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2901 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1769,
+        .call = call_softmax_1770,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27427,7 +27439,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2901 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1770,
+        .call = call_softmax_1771,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27438,7 +27450,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2901 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_softmax_1771,
+        .call = call_softmax_1772,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27449,7 +27461,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2901 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_softmax_1772,
+        .call = call_softmax_1773,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27460,7 +27472,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2921 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1775,
+        .call = call_log_softmax_1776,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27471,7 +27483,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2921 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1776,
+        .call = call_log_softmax_1777,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27483,7 +27495,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1777,
+        .call = call_log_softmax_1778,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27494,7 +27506,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2921 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1778,
+        .call = call_log_softmax_1779,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27505,7 +27517,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2921 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1779,
+        .call = call_log_softmax_1780,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27516,7 +27528,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2921 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_log_softmax_1780,
+        .call = call_log_softmax_1781,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27527,7 +27539,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2921 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_log_softmax_1781,
+        .call = call_log_softmax_1782,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27539,7 +27551,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1784,
+        .call = call_softmax_backward_data_1785,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27551,7 +27563,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1785,
+        .call = call_softmax_backward_data_1786,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27567,7 +27579,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1786,
+        .call = call_softmax_backward_data_1787,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27579,7 +27591,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1790,
+        .call = call_log_softmax_backward_data_1791,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27591,7 +27603,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1791,
+        .call = call_log_softmax_backward_data_1792,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27607,7 +27619,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1792,
+        .call = call_log_softmax_backward_data_1793,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27618,7 +27630,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2997 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1796,
+        .call = call_dropout_1797,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27630,7 +27642,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1797,
+        .call = call_dropout_1798,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27641,7 +27653,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2997 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1798,
+        .call = call_dropout_1799,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27652,7 +27664,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2997 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1799,
+        .call = call_dropout_1800,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27663,7 +27675,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:2997 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1800,
+        .call = call_dropout_1801,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27675,7 +27687,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1802,
+        .call = call_mse_loss_1803,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27688,7 +27700,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1803,
+        .call = call_mse_loss_1804,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27700,7 +27712,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1804,
+        .call = call_mse_loss_1805,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27712,7 +27724,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1805,
+        .call = call_mse_loss_1806,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27724,7 +27736,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1806,
+        .call = call_mse_loss_1807,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27736,7 +27748,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1809,
+        .call = call_l1_loss_1810,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27749,7 +27761,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1810,
+        .call = call_l1_loss_1811,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27761,7 +27773,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1811,
+        .call = call_l1_loss_1812,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27773,7 +27785,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1812,
+        .call = call_l1_loss_1813,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27785,7 +27797,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1813,
+        .call = call_l1_loss_1814,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27797,7 +27809,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1816,
+        .call = call_smooth_l1_loss_1817,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27810,7 +27822,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1817,
+        .call = call_smooth_l1_loss_1818,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27822,7 +27834,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1818,
+        .call = call_smooth_l1_loss_1819,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27834,7 +27846,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1819,
+        .call = call_smooth_l1_loss_1820,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27846,7 +27858,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1820,
+        .call = call_smooth_l1_loss_1821,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27858,7 +27870,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1821,
+        .call = call_smooth_l1_loss_1822,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27870,7 +27882,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1824,
+        .call = call_huber_loss_1825,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27883,7 +27895,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1825,
+        .call = call_huber_loss_1826,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27895,7 +27907,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1826,
+        .call = call_huber_loss_1827,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27907,7 +27919,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1827,
+        .call = call_huber_loss_1828,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27919,7 +27931,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1828,
+        .call = call_huber_loss_1829,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27931,7 +27943,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1831,
+        .call = call_binary_cross_entropy_elementwise_1832,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27944,7 +27956,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1832,
+        .call = call_binary_cross_entropy_elementwise_1833,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27956,7 +27968,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1833,
+        .call = call_binary_cross_entropy_elementwise_1834,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27968,7 +27980,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1834,
+        .call = call_binary_cross_entropy_elementwise_1835,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27980,7 +27992,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1837,
+        .call = call_binary_cross_entropy_1838,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27993,7 +28005,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1838,
+        .call = call_binary_cross_entropy_1839,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28011,7 +28023,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1839,
+        .call = call_binary_cross_entropy_1840,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28023,7 +28035,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1840,
+        .call = call_binary_cross_entropy_1841,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28041,7 +28053,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1841,
+        .call = call_binary_cross_entropy_1842,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28059,7 +28071,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1842,
+        .call = call_binary_cross_entropy_1843,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28071,7 +28083,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1846,
+        .call = call_binary_cross_entropy_with_logits_1847,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28090,7 +28102,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1847,
+        .call = call_binary_cross_entropy_with_logits_1848,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28114,7 +28126,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1848,
+        .call = call_binary_cross_entropy_with_logits_1849,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28132,7 +28144,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1849,
+        .call = call_binary_cross_entropy_with_logits_1850,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28150,7 +28162,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1850,
+        .call = call_binary_cross_entropy_with_logits_1851,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28162,7 +28174,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1851,
+        .call = call_binary_cross_entropy_with_logits_1852,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28174,7 +28186,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1856,
+        .call = call_nll_loss_1857,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28192,7 +28204,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1857,
+        .call = call_nll_loss_1858,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28210,7 +28222,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1858,
+        .call = call_nll_loss_1859,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28223,7 +28235,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1859,
+        .call = call_nll_loss_1860,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28241,7 +28253,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1860,
+        .call = call_nll_loss_1861,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28253,7 +28265,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1861,
+        .call = call_nll_loss_1862,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28265,7 +28277,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1867,
+        .call = call_cross_entropy_loss_1868,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28283,7 +28295,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1868,
+        .call = call_cross_entropy_loss_1869,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28301,7 +28313,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1869,
+        .call = call_cross_entropy_loss_1870,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28319,7 +28331,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1870,
+        .call = call_cross_entropy_loss_1871,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28332,7 +28344,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1871,
+        .call = call_cross_entropy_loss_1872,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28344,7 +28356,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1872,
+        .call = call_cross_entropy_loss_1873,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28362,7 +28374,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1873,
+        .call = call_cross_entropy_loss_1874,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28374,7 +28386,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1874,
+        .call = call_cross_entropy_loss_1875,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28388,7 +28400,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1875,
+        .call = call_cross_entropy_loss_1876,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28402,7 +28414,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1876,
+        .call = call_cross_entropy_loss_1877,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28415,7 +28427,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1877,
+        .call = call_cross_entropy_loss_1878,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28429,7 +28441,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1878,
+        .call = call_cross_entropy_loss_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28441,7 +28453,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1884,
+        .call = call_cross_entropy_index_1885,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28459,7 +28471,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_index_1885,
+        .call = call_cross_entropy_index_1886,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28472,7 +28484,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1886,
+        .call = call_cross_entropy_index_1887,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28490,7 +28502,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_index_1887,
+        .call = call_cross_entropy_index_1888,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28502,7 +28514,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1888,
+        .call = call_cross_entropy_index_1889,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28514,7 +28526,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1889,
+        .call = call_cross_entropy_index_1890,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28526,7 +28538,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1890,
+        .call = call_cross_entropy_index_1891,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28539,7 +28551,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1894,
+        .call = call_scaled_dot_product_attention_1895,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28557,7 +28569,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1895,
+        .call = call_scaled_dot_product_attention_1896,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28575,7 +28587,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1896,
+        .call = call_scaled_dot_product_attention_1897,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28588,7 +28600,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1897,
+        .call = call_scaled_dot_product_attention_1898,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28606,7 +28618,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1898,
+        .call = call_scaled_dot_product_attention_1899,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28619,7 +28631,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1899,
+        .call = call_scaled_dot_product_attention_1900,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28632,7 +28644,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1900,
+        .call = call_scaled_dot_product_attention_1901,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28645,7 +28657,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1907,
+        .call = call_scaled_dot_product_attention_math_output_1908,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28658,7 +28670,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1908,
+        .call = call_scaled_dot_product_attention_math_attn_1909,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28676,7 +28688,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1909,
+        .call = call_scaled_dot_product_attention_math_output_1910,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28694,7 +28706,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1910,
+        .call = call_scaled_dot_product_attention_math_attn_1911,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28707,7 +28719,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1911,
+        .call = call_scaled_dot_product_attention_math_output_1912,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28720,7 +28732,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1912,
+        .call = call_scaled_dot_product_attention_math_attn_1913,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28733,7 +28745,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1913,
+        .call = call_scaled_dot_product_attention_math_output_1914,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28746,7 +28758,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1914,
+        .call = call_scaled_dot_product_attention_math_attn_1915,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28756,7 +28768,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "empty",
         .where = "ops.yaml:3274 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1922,
+        .call = call_empty_1923,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28766,7 +28778,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "empty",
         .where = "ops.yaml:3274 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1923,
+        .call = call_empty_1924,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28776,7 +28788,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "empty",
         .where = "ops.yaml:3274 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1924,
+        .call = call_empty_1925,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28786,7 +28798,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "zeros",
         .where = "ops.yaml:3281 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1925,
+        .call = call_zeros_1926,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28796,7 +28808,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "ones",
         .where = "ops.yaml:3289 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1926,
+        .call = call_ones_1927,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28806,7 +28818,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "full",
         .where = "ops.yaml:3304 sample 0",
         .n_inputs = 0,
-        .call = call_full_1927,
+        .call = call_full_1928,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28816,7 +28828,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "full",
         .where = "ops.yaml:3304 sample 1",
         .n_inputs = 0,
-        .call = call_full_1928,
+        .call = call_full_1929,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28826,7 +28838,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "full",
         .where = "ops.yaml:3304 sample 2",
         .n_inputs = 0,
-        .call = call_full_1929,
+        .call = call_full_1930,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28837,7 +28849,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3315 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1930,
+        .call = call_empty_like_1931,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28849,7 +28861,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1931,
+        .call = call_empty_like_1932,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28860,7 +28872,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3315 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1932,
+        .call = call_empty_like_1933,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28871,7 +28883,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3335 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1933,
+        .call = call_ones_like_1934,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28883,7 +28895,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1934,
+        .call = call_ones_like_1935,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28894,7 +28906,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3335 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1935,
+        .call = call_ones_like_1936,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28905,7 +28917,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3335 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1936,
+        .call = call_ones_like_1937,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28916,7 +28928,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3347 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1937,
+        .call = call_full_like_1938,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28928,7 +28940,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1938,
+        .call = call_full_like_1939,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28939,7 +28951,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3347 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1939,
+        .call = call_full_like_1940,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28949,7 +28961,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "arange",
         .where = "ops.yaml:3352 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1940,
+        .call = call_arange_1941,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28959,7 +28971,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "linspace",
         .where = "ops.yaml:3367 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1941,
+        .call = call_linspace_1942,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28969,7 +28981,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "linspace",
         .where = "ops.yaml:3367 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1942,
+        .call = call_linspace_1943,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28979,7 +28991,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "linspace",
         .where = "ops.yaml:3367 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1943,
+        .call = call_linspace_1944,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28989,7 +29001,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "eye",
         .where = "ops.yaml:3379 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1944,
+        .call = call_eye_1945,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28999,7 +29011,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "eye",
         .where = "ops.yaml:3379 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1945,
+        .call = call_eye_1946,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29009,7 +29021,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "eye.m",
         .where = "ops.yaml:3390 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1946,
+        .call = call_eye_m_1947,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29019,7 +29031,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "eye.m",
         .where = "ops.yaml:3390 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1947,
+        .call = call_eye_m_1948,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29029,7 +29041,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "rand",
         .where = "ops.yaml:3394 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1948,
+        .call = call_rand_1949,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29039,7 +29051,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "randn",
         .where = "ops.yaml:3405 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1950,
+        .call = call_randn_1951,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29050,7 +29062,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3422 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1952,
+        .call = call_rand_like_1953,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29061,7 +29073,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3422 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1953,
+        .call = call_rand_like_1954,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29072,7 +29084,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3432 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1954,
+        .call = call_randn_like_1955,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29083,7 +29095,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3432 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1955,
+        .call = call_randn_like_1956,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29093,7 +29105,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "randint",
         .where = "ops.yaml:3443 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1956,
+        .call = call_randint_1957,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29103,7 +29115,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "randint",
         .where = "ops.yaml:3443 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1957,
+        .call = call_randint_1958,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29113,7 +29125,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "randint.low",
         .where = "ops.yaml:3454 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1958,
+        .call = call_randint_low_1959,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29123,7 +29135,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "randperm",
         .where = "ops.yaml:3464 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1959,
+        .call = call_randperm_1960,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29133,7 +29145,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "randperm",
         .where = "ops.yaml:3464 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1960,
+        .call = call_randperm_1961,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29144,8 +29156,8 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3481 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1961,
-        .call_inplace = inplace_bernoulli_p_1962,
+        .call = call_bernoulli_p_1962,
+        .call_inplace = inplace_bernoulli_p_1963,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29156,8 +29168,8 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1963,
-        .call_inplace = inplace_bernoulli_p_1964,
+        .call = call_bernoulli_p_1964,
+        .call_inplace = inplace_bernoulli_p_1965,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29167,8 +29179,8 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3481 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1965,
-        .call_inplace = inplace_bernoulli_p_1966,
+        .call = call_bernoulli_p_1966,
+        .call_inplace = inplace_bernoulli_p_1967,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29178,8 +29190,8 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3492 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1967,
-        .call_inplace = inplace_normal_1968,
+        .call = call_normal_1968,
+        .call_inplace = inplace_normal_1969,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29190,8 +29202,8 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1969,
-        .call_inplace = inplace_normal_1970,
+        .call = call_normal_1970,
+        .call_inplace = inplace_normal_1971,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29201,8 +29213,8 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3492 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1971,
-        .call_inplace = inplace_normal_1972,
+        .call = call_normal_1972,
+        .call_inplace = inplace_normal_1973,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29212,8 +29224,8 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3504 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1974,
-        .call_inplace = inplace_uniform_1975,
+        .call = call_uniform_1975,
+        .call_inplace = inplace_uniform_1976,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29224,8 +29236,8 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1976,
-        .call_inplace = inplace_uniform_1977,
+        .call = call_uniform_1977,
+        .call_inplace = inplace_uniform_1978,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29235,8 +29247,8 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3504 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1978,
-        .call_inplace = inplace_uniform_1979,
+        .call = call_uniform_1979,
+        .call_inplace = inplace_uniform_1980,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
@@ -29246,7 +29258,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3517 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1981,
+        .call = call_maybe_multiply_1982,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29257,7 +29269,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3517 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1982,
+        .call = call_maybe_multiply_1983,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29268,7 +29280,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3528 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1984,
+        .call = call_sum_to_1985,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29279,7 +29291,7 @@ const yt_op_case yt_op_cases[] = {
         .where = "ops.yaml:3528 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1985,
+        .call = call_sum_to_1986,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29495,11 +29507,25 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "floor_divide",
+        .what = "derivatives.yaml:201: in-place with self requiring grad",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .no_grad = true},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_inplace_floor_divide_290,
+        .expect = YT_ERR_STATE,
+        .expect_prefix =
+            "floor_divide_: self requires grad, and floor_divide is not differentiable",
+        .requires_grad = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
         .what = "ops.yaml:204: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_floor_divide_290,
+        .call = error_floor_divide_291,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "floor_divide: ",
     },
@@ -29509,7 +29535,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_floor_divide_291,
+        .call = error_floor_divide_292,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "floor_divide: ",
     },
@@ -29519,7 +29545,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_lerp_305,
+        .call = error_lerp_306,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "lerp: ",
     },
@@ -29529,7 +29555,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_lerp_306,
+        .call = error_lerp_307,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lerp: ",
     },
@@ -29540,7 +29566,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_lerp_tensor_318,
+        .call = error_lerp_tensor_319,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "lerp: ",
     },
@@ -29551,7 +29577,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_lerp_tensor_319,
+        .call = error_lerp_tensor_320,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lerp: ",
     },
@@ -29562,7 +29588,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addcmul_331,
+        .call = error_addcmul_332,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addcmul: ",
     },
@@ -29573,7 +29599,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addcmul_332,
+        .call = error_addcmul_333,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "addcmul: ",
     },
@@ -29584,7 +29610,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addcdiv_344,
+        .call = error_addcdiv_345,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addcdiv: ",
     },
@@ -29595,7 +29621,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addcdiv_345,
+        .call = error_addcdiv_346,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "addcdiv: ",
     },
@@ -29606,7 +29632,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_pow_scalar_backward_350,
+        .call = error_pow_scalar_backward_351,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "pow_scalar_backward: ",
     },
@@ -29617,7 +29643,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "output", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_pow_scalar_backward_351,
+        .call = error_pow_scalar_backward_352,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "pow_scalar_backward: ",
     },
@@ -29627,7 +29653,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_div_tensor_mode_371,
+        .call = error_div_tensor_mode_372,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "div: ",
     },
@@ -29637,7 +29663,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_div_tensor_mode_372,
+        .call = error_div_tensor_mode_373,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "div: ",
     },
@@ -29647,7 +29673,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_div_tensor_mode_373,
+        .call = error_div_tensor_mode_374,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "div: ",
     },
@@ -29656,7 +29682,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:302: rounding_mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_div_scalar_mode_389,
+        .call = error_div_scalar_mode_390,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "div: ",
     },
@@ -29665,7 +29691,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:302: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_div_scalar_mode_390,
+        .call = error_div_scalar_mode_391,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "div: ",
     },
@@ -29674,7 +29700,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:324: min is not None or max is not None",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_406,
+        .call = error_clamp_407,
         .expect = 0,
         .expect_prefix = "clamp: ",
     },
@@ -29683,7 +29709,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:318: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_clamp_407,
+        .call = error_clamp_408,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp: ",
     },
@@ -29692,7 +29718,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:342: min is not None or max is not None",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_tensor_420,
+        .call = error_clamp_tensor_421,
         .expect = 0,
         .expect_prefix = "clamp: ",
     },
@@ -29705,7 +29731,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_clamp_tensor_421,
+        .call = error_clamp_tensor_422,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp: ",
     },
@@ -29718,7 +29744,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "min", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "max", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_clamp_tensor_422,
+        .call = error_clamp_tensor_423,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "clamp: ",
     },
@@ -29728,7 +29754,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_backward_426,
+        .call = error_clamp_backward_427,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp_backward: ",
     },
@@ -29738,7 +29764,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_backward_427,
+        .call = error_clamp_backward_428,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "clamp_backward: ",
     },
@@ -29752,7 +29778,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_clamp_tensor_backward_431,
+        .call = error_clamp_tensor_backward_432,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp_tensor_backward: ",
     },
@@ -29766,7 +29792,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "min", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "max", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_clamp_tensor_backward_432,
+        .call = error_clamp_tensor_backward_433,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "clamp_tensor_backward: ",
     },
@@ -29779,7 +29805,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[2] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[3] =
             {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_clamp_tensor_backward_min_435,
+        .call = error_clamp_tensor_backward_min_436,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp_tensor_backward_min: ",
     },
@@ -29792,7 +29818,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[2] = {.name = "min", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[3] =
             {.name = "max", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_clamp_tensor_backward_min_436,
+        .call = error_clamp_tensor_backward_min_437,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "clamp_tensor_backward_min: ",
     },
@@ -29805,7 +29831,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[2] =
             {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] = {.name = "max", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_tensor_backward_max_439,
+        .call = error_clamp_tensor_backward_max_440,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "clamp_tensor_backward_max: ",
     },
@@ -29818,7 +29844,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[2] =
             {.name = "min", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] = {.name = "max", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_clamp_tensor_backward_max_440,
+        .call = error_clamp_tensor_backward_max_441,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "clamp_tensor_backward_max: ",
     },
@@ -29827,7 +29853,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:406: rounding_mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_div_rounding_backward_443,
+        .call = error_div_rounding_backward_444,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "div_rounding_backward: ",
     },
@@ -29836,7 +29862,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:406: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_div_rounding_backward_444,
+        .call = error_div_rounding_backward_445,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "div_rounding_backward: ",
     },
@@ -29845,7 +29871,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:447: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_relu_493,
+        .call = error_relu_494,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "relu: ",
     },
@@ -29855,7 +29881,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_threshold_backward_496,
+        .call = error_threshold_backward_497,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "threshold_backward: ",
     },
@@ -29865,7 +29891,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_threshold_backward_497,
+        .call = error_threshold_backward_498,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "threshold_backward: ",
     },
@@ -29874,7 +29900,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:484: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softplus_534,
+        .call = error_softplus_535,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softplus: ",
     },
@@ -29883,7 +29909,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:506: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_abs_555,
+        .call = error_abs_556,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "abs: ",
     },
@@ -29892,7 +29918,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:598: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_floor_688,
+        .call = error_floor_689,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "floor: ",
     },
@@ -29901,7 +29927,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:605: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_ceil_701,
+        .call = error_ceil_702,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "ceil: ",
     },
@@ -29910,7 +29936,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:612: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_round_714,
+        .call = error_round_715,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "round: ",
     },
@@ -29919,7 +29945,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:619: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_trunc_727,
+        .call = error_trunc_728,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "trunc: ",
     },
@@ -29928,7 +29954,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:626: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_leaky_relu_740,
+        .call = error_leaky_relu_741,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "leaky_relu: ",
     },
@@ -29938,7 +29964,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_leaky_relu_backward_746,
+        .call = error_leaky_relu_backward_747,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "leaky_relu_backward: ",
     },
@@ -29948,7 +29974,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_leaky_relu_backward_747,
+        .call = error_leaky_relu_backward_748,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "leaky_relu_backward: ",
     },
@@ -29957,7 +29983,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:645: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_elu_760,
+        .call = error_elu_761,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "elu: ",
     },
@@ -29967,7 +29993,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_elu_backward_766,
+        .call = error_elu_backward_767,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "elu_backward: ",
     },
@@ -29977,7 +30003,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_elu_backward_767,
+        .call = error_elu_backward_768,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "elu_backward: ",
     },
@@ -29986,7 +30012,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:664: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_silu_780,
+        .call = error_silu_781,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "silu: ",
     },
@@ -29995,7 +30021,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:689: approximate not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_gelu_804,
+        .call = error_gelu_805,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gelu: ",
     },
@@ -30004,7 +30030,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:689: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_gelu_805,
+        .call = error_gelu_806,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gelu: ",
     },
@@ -30014,7 +30040,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_gelu_backward_811,
+        .call = error_gelu_backward_812,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gelu_backward: ",
     },
@@ -30024,7 +30050,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_gelu_backward_812,
+        .call = error_gelu_backward_813,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gelu_backward: ",
     },
@@ -30034,7 +30060,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_gelu_backward_813,
+        .call = error_gelu_backward_814,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "gelu_backward: ",
     },
@@ -30044,7 +30070,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_eq_836,
+        .call = error_eq_837,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "eq: ",
     },
@@ -30054,7 +30080,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_lt_855,
+        .call = error_lt_856,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lt: ",
     },
@@ -30064,7 +30090,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_gt_874,
+        .call = error_gt_875,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "gt: ",
     },
@@ -30075,7 +30101,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_where_889,
+        .call = error_where_890,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "where: ",
     },
@@ -30086,7 +30112,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_where_890,
+        .call = error_where_891,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "where: ",
     },
@@ -30096,7 +30122,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_ne_901,
+        .call = error_ne_902,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "ne: ",
     },
@@ -30106,7 +30132,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_le_920,
+        .call = error_le_921,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "le: ",
     },
@@ -30116,7 +30142,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_ge_939,
+        .call = error_ge_940,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "ge: ",
     },
@@ -30126,7 +30152,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_and_958,
+        .call = error_logical_and_959,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_and: ",
     },
@@ -30136,7 +30162,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_or_969,
+        .call = error_logical_or_970,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_or: ",
     },
@@ -30146,7 +30172,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_logical_xor_980,
+        .call = error_logical_xor_981,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "logical_xor: ",
     },
@@ -30156,7 +30182,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_fill_997,
+        .call = error_masked_fill_998,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_fill: ",
     },
@@ -30166,7 +30192,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_fill_998,
+        .call = error_masked_fill_999,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_fill: ",
     },
@@ -30177,7 +30203,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_1005,
+        .call = error_masked_fill_tensor_1006,
         .expect = 0,
         .expect_prefix = "masked_fill: ",
     },
@@ -30188,7 +30214,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_1006,
+        .call = error_masked_fill_tensor_1007,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_fill: ",
     },
@@ -30199,7 +30225,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_1007,
+        .call = error_masked_fill_tensor_1008,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_fill: ",
     },
@@ -30208,7 +30234,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:953: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_sum_dim_1020,
+        .call = error_sum_dim_1021,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "sum: ",
     },
@@ -30217,7 +30243,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:974: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = error_mean_1025,
+        .call = error_mean_1026,
         .expect = 0,
         .expect_prefix = "mean: ",
     },
@@ -30226,7 +30252,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:992: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = error_mean_dim_1034,
+        .call = error_mean_dim_1035,
         .expect = 0,
         .expect_prefix = "mean: ",
     },
@@ -30235,7 +30261,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:985: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mean_dim_1035,
+        .call = error_mean_dim_1036,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mean: ",
     },
@@ -30244,7 +30270,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1003: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amax_1042,
+        .call = error_amax_1043,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amax: ",
     },
@@ -30253,7 +30279,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1016: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amin_1053,
+        .call = error_amin_1054,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amin: ",
     },
@@ -30262,7 +30288,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1055: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_dim_1080,
+        .call = error_max_dim_1081,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "max: ",
     },
@@ -30271,7 +30297,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1071: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_min_dim_1097,
+        .call = error_min_dim_1098,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "min: ",
     },
@@ -30280,7 +30306,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1086: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_argmax_1108,
+        .call = error_argmax_1109,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "argmax: ",
     },
@@ -30289,7 +30315,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1101: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_argmin_1117,
+        .call = error_argmin_1118,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "argmin: ",
     },
@@ -30298,7 +30324,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1129: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_prod_dim_int_1130,
+        .call = error_prod_dim_int_1131,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "prod: ",
     },
@@ -30307,7 +30333,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1156: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_all_dim_1139,
+        .call = error_all_dim_1140,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "all: ",
     },
@@ -30316,7 +30342,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1182: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_any_dim_1148,
+        .call = error_any_dim_1149,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "any: ",
     },
@@ -30325,7 +30351,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1196: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_cumsum_1159,
+        .call = error_cumsum_1160,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cumsum: ",
     },
@@ -30334,7 +30360,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1211: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_logsumexp_1166,
+        .call = error_logsumexp_1167,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "logsumexp: ",
     },
@@ -30343,7 +30369,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1228: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_var_1171,
+        .call = error_var_1172,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "var: ",
     },
@@ -30352,7 +30378,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1228: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_var_1172,
+        .call = error_var_1173,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "var: ",
     },
@@ -30361,7 +30387,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1243: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_std_1176,
+        .call = error_std_1177,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "std: ",
     },
@@ -30370,7 +30396,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1243: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_std_1177,
+        .call = error_std_1178,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "std: ",
     },
@@ -30379,7 +30405,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1264: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linalg_vector_norm_1182,
+        .call = error_linalg_vector_norm_1183,
         .expect = 0,
         .expect_prefix = "linalg_vector_norm: ",
     },
@@ -30388,7 +30414,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1257: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_linalg_vector_norm_1183,
+        .call = error_linalg_vector_norm_1184,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linalg_vector_norm: ",
     },
@@ -30397,7 +30423,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1257: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linalg_vector_norm_1184,
+        .call = error_linalg_vector_norm_1185,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "linalg_vector_norm: ",
     },
@@ -30407,7 +30433,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1193,
+        .call = error_mm_1194,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
@@ -30417,7 +30443,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1194,
+        .call = error_mm_1195,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
@@ -30427,7 +30453,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1195,
+        .call = error_mm_1196,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
@@ -30437,7 +30463,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1196,
+        .call = error_mm_1197,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
@@ -30447,7 +30473,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1208,
+        .call = error_matmul_1209,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -30457,7 +30483,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1209,
+        .call = error_matmul_1210,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -30467,7 +30493,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1210,
+        .call = error_matmul_1211,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
@@ -30477,7 +30503,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1219,
+        .call = error_bmm_1220,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
@@ -30487,7 +30513,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1220,
+        .call = error_bmm_1221,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
@@ -30497,7 +30523,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1221,
+        .call = error_bmm_1222,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
@@ -30507,7 +30533,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1222,
+        .call = error_bmm_1223,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
@@ -30517,7 +30543,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1223,
+        .call = error_bmm_1224,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
@@ -30528,7 +30554,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1234,
+        .call = error_addmm_1235,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
@@ -30539,7 +30565,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1235,
+        .call = error_addmm_1236,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
@@ -30550,7 +30576,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1236,
+        .call = error_addmm_1237,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
@@ -30561,7 +30587,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1237,
+        .call = error_addmm_1238,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
@@ -30573,7 +30599,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1238,
+        .call = error_addmm_1239,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
@@ -30585,7 +30611,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1239,
+        .call = error_addmm_1240,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
@@ -30596,7 +30622,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1240,
+        .call = error_addmm_1241,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
@@ -30607,7 +30633,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1251,
+        .call = error_baddbmm_1252,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
@@ -30618,7 +30644,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1252,
+        .call = error_baddbmm_1253,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
@@ -30629,7 +30655,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1253,
+        .call = error_baddbmm_1254,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
@@ -30640,7 +30666,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1254,
+        .call = error_baddbmm_1255,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
@@ -30651,7 +30677,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1255,
+        .call = error_baddbmm_1256,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
@@ -30663,7 +30689,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1256,
+        .call = error_baddbmm_1257,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
@@ -30675,7 +30701,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1257,
+        .call = error_baddbmm_1258,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
@@ -30687,7 +30713,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1258,
+        .call = error_baddbmm_1259,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
@@ -30698,7 +30724,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1259,
+        .call = error_baddbmm_1260,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
@@ -30708,7 +30734,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1263,
+        .call = error_dot_1264,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
@@ -30718,7 +30744,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1264,
+        .call = error_dot_1265,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
@@ -30728,7 +30754,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1265,
+        .call = error_dot_1266,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
@@ -30738,7 +30764,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1266,
+        .call = error_dot_1267,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
@@ -30748,7 +30774,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1270,
+        .call = error_outer_1271,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
@@ -30758,7 +30784,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1271,
+        .call = error_outer_1272,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
@@ -30768,7 +30794,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1272,
+        .call = error_outer_1273,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
@@ -30778,7 +30804,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1285,
+        .call = error_linear_1286,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
@@ -30788,7 +30814,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1286,
+        .call = error_linear_1287,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
@@ -30798,7 +30824,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1287,
+        .call = error_linear_1288,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
@@ -30810,7 +30836,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1288,
+        .call = error_linear_1289,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
@@ -30822,7 +30848,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1289,
+        .call = error_linear_1290,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linear: ",
     },
@@ -30833,7 +30859,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1294,
+        .call = error_mm_mat1_backward_1295,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
@@ -30844,7 +30870,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1295,
+        .call = error_mm_mat1_backward_1296,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
@@ -30855,7 +30881,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1296,
+        .call = error_mm_mat1_backward_1297,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
@@ -30866,7 +30892,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1297,
+        .call = error_mm_mat1_backward_1298,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat1_backward: ",
     },
@@ -30877,7 +30903,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1302,
+        .call = error_mm_mat2_backward_1303,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
@@ -30888,7 +30914,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1303,
+        .call = error_mm_mat2_backward_1304,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
@@ -30899,7 +30925,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1304,
+        .call = error_mm_mat2_backward_1305,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
@@ -30910,7 +30936,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1305,
+        .call = error_mm_mat2_backward_1306,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat2_backward: ",
     },
@@ -30919,7 +30945,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1587: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_1308,
+        .call = error_t_1309,
         .expect = 0,
         .expect_prefix = "t: ",
     },
@@ -30928,7 +30954,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1595: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1311,
+        .call = error_transpose_1312,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
@@ -30937,7 +30963,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1595: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1312,
+        .call = error_transpose_1313,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
@@ -30946,7 +30972,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1612: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1314,
+        .call = error_permute_1315,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
@@ -30955,7 +30981,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1606: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1315,
+        .call = error_permute_1316,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
@@ -30964,7 +30990,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1658: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1325,
+        .call = error_squeeze_dim_1326,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
@@ -30973,7 +30999,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1669: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1328,
+        .call = error_unsqueeze_1329,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
@@ -30982,7 +31008,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1686: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1331,
+        .call = error_slice_1332,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
@@ -30991,7 +31017,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1680: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1332,
+        .call = error_slice_1333,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
@@ -31000,7 +31026,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1694: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1335,
+        .call = error_select_1336,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
@@ -31009,7 +31035,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1720: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1342,
+        .call = error_flatten_1343,
         .expect = 0,
         .expect_prefix = "flatten: ",
     },
@@ -31018,7 +31044,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1714: start_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1343,
+        .call = error_flatten_1344,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
@@ -31027,7 +31053,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1714: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1344,
+        .call = error_flatten_1345,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
@@ -31036,7 +31062,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1737: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1349,
+        .call = error_unflatten_1350,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
@@ -31045,7 +31071,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1739: len(sizes) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1350,
+        .call = error_unflatten_1351,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
@@ -31054,7 +31080,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1731: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1351,
+        .call = error_unflatten_1352,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unflatten: ",
     },
@@ -31063,7 +31089,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1767: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1360,
+        .call = error_narrow_1361,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
@@ -31072,7 +31098,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1769: length >= 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1361,
+        .call = error_narrow_1362,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
@@ -31081,7 +31107,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1761: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1362,
+        .call = error_narrow_1363,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "narrow: ",
     },
@@ -31090,7 +31116,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1784: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_repeat_1369,
+        .call = error_repeat_1370,
         .expect = 0,
         .expect_prefix = "repeat: ",
     },
@@ -31099,7 +31125,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1796: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flip_1375,
+        .call = error_flip_1376,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flip: ",
     },
@@ -31108,7 +31134,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1816: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1381,
+        .call = error_roll_1382,
         .expect = 0,
         .expect_prefix = "roll: ",
     },
@@ -31117,7 +31143,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1810: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1382,
+        .call = error_roll_1383,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "roll: ",
     },
@@ -31126,7 +31152,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1840: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_tril_1388,
+        .call = error_tril_1389,
         .expect = 0,
         .expect_prefix = "tril: ",
     },
@@ -31135,7 +31161,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1856: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_triu_1394,
+        .call = error_triu_1395,
         .expect = 0,
         .expect_prefix = "triu: ",
     },
@@ -31144,7 +31170,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1867: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pad_1403,
+        .call = error_pad_1404,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "pad: ",
     },
@@ -31153,7 +31179,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1922: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1420,
+        .call = error_split_1421,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
@@ -31162,7 +31188,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1922: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1422,
+        .call = error_split_1423,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
@@ -31172,7 +31198,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_1424,
+        .call = error_split_1425,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
@@ -31181,7 +31207,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1922: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1426,
+        .call = error_split_1427,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
@@ -31190,7 +31216,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1428,
+        .call = error_split_with_sizes_1429,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
@@ -31199,7 +31225,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1430,
+        .call = error_split_with_sizes_1431,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
@@ -31209,7 +31235,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_with_sizes_1432,
+        .call = error_split_with_sizes_1433,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
@@ -31218,7 +31244,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1935: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1434,
+        .call = error_split_with_sizes_1435,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
@@ -31227,7 +31253,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1436,
+        .call = error_chunk_1437,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
@@ -31236,7 +31262,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1438,
+        .call = error_chunk_1439,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
@@ -31246,7 +31272,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_chunk_1440,
+        .call = error_chunk_1441,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
@@ -31255,7 +31281,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1442,
+        .call = error_chunk_1443,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
@@ -31264,7 +31290,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1444,
+        .call = error_unbind_1445,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
@@ -31273,7 +31299,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1446,
+        .call = error_unbind_1447,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
@@ -31283,7 +31309,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_unbind_1448,
+        .call = error_unbind_1449,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
@@ -31292,7 +31318,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1450,
+        .call = error_unbind_1451,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
@@ -31302,7 +31328,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_1463,
+        .call = error_index_select_1464,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
@@ -31312,7 +31338,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_1464,
+        .call = error_index_select_1465,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
@@ -31323,7 +31349,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1475,
+        .call = error_index_add_1476,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
@@ -31334,7 +31360,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1476,
+        .call = error_index_add_1477,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
@@ -31345,7 +31371,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1483,
+        .call = error_index_copy_1484,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
@@ -31356,7 +31382,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1484,
+        .call = error_index_copy_1485,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
@@ -31367,7 +31393,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_1495,
+        .call = error_gather_1496,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
@@ -31377,7 +31403,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_1496,
+        .call = error_gather_1497,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
@@ -31389,7 +31415,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1505,
+        .call = error_scatter_1506,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
@@ -31400,7 +31426,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1506,
+        .call = error_scatter_1507,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
@@ -31411,7 +31437,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_1513,
+        .call = error_scatter_value_1514,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
@@ -31421,7 +31447,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_1514,
+        .call = error_scatter_value_1515,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
@@ -31433,7 +31459,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1525,
+        .call = error_scatter_add_1526,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
@@ -31444,7 +31470,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1526,
+        .call = error_scatter_add_1527,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
@@ -31454,7 +31480,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1531,
+        .call = error_embedding_1532,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
@@ -31464,7 +31490,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1532,
+        .call = error_embedding_1533,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
@@ -31475,7 +31501,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_1533,
+        .call = error_embedding_1534,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
@@ -31486,7 +31512,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_1536,
+        .call = error_embedding_dense_backward_1537,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
@@ -31495,7 +31521,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2148: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_1541,
+        .call = error_one_hot_1542,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
@@ -31505,7 +31531,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_1551,
+        .call = error_masked_select_1552,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
@@ -31515,7 +31541,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_1552,
+        .call = error_masked_select_1553,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
@@ -31524,7 +31550,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2296: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1599,
+        .call = error_avg_pool2d_1600,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
@@ -31533,7 +31559,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2298: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1600,
+        .call = error_avg_pool2d_1601,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
@@ -31542,7 +31568,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2291: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_1601,
+        .call = error_avg_pool2d_1602,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
@@ -31551,7 +31577,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2315: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1606,
+        .call = error_adaptive_avg_pool2d_1607,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
@@ -31560,7 +31586,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2317: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1607,
+        .call = error_adaptive_avg_pool2d_1608,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
@@ -31569,7 +31595,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2310: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_1608,
+        .call = error_adaptive_avg_pool2d_1609,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
@@ -31580,7 +31606,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_1611,
+        .call = error_avg_pool2d_backward_1612,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
@@ -31591,7 +31617,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_1613,
+        .call = error_adaptive_avg_pool2d_backward_1614,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
@@ -31601,7 +31627,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1620,
+        .call = error_conv2d_1621,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
@@ -31611,7 +31637,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1621,
+        .call = error_conv2d_1622,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
@@ -31621,7 +31647,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1622,
+        .call = error_conv2d_1623,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
@@ -31633,7 +31659,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_1623,
+        .call = error_conv2d_1624,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
@@ -31643,7 +31669,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1627,
+        .call = error_conv2d_padding_1628,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
@@ -31653,7 +31679,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1628,
+        .call = error_conv2d_padding_1629,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
@@ -31665,7 +31691,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1629,
+        .call = error_conv2d_padding_1630,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
@@ -31677,7 +31703,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1630,
+        .call = error_conv2d_padding_1631,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
@@ -31687,7 +31713,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1634,
+        .call = error_conv1d_1635,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
@@ -31697,7 +31723,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1635,
+        .call = error_conv1d_1636,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
@@ -31707,7 +31733,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1636,
+        .call = error_conv1d_1637,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
@@ -31719,7 +31745,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_1637,
+        .call = error_conv1d_1638,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
@@ -31729,7 +31755,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1639,
+        .call = error_conv1d_padding_1640,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
@@ -31739,7 +31765,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1640,
+        .call = error_conv1d_padding_1641,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
@@ -31751,7 +31777,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1641,
+        .call = error_conv1d_padding_1642,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
@@ -31763,7 +31789,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1642,
+        .call = error_conv1d_padding_1643,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
@@ -31773,7 +31799,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1649,
+        .call = error_conv_transpose2d_1650,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
@@ -31783,7 +31809,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1650,
+        .call = error_conv_transpose2d_1651,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
@@ -31793,7 +31819,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1651,
+        .call = error_conv_transpose2d_1652,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
@@ -31805,7 +31831,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1652,
+        .call = error_conv_transpose2d_1653,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
@@ -31816,7 +31842,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1655,
+        .call = error_conv2d_backward_input_1656,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
@@ -31827,7 +31853,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1658,
+        .call = error_conv2d_backward_weight_1659,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
@@ -31836,7 +31862,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2518: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1661,
+        .call = error_conv2d_backward_bias_1662,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
@@ -31846,7 +31872,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1662,
+        .call = error_conv2d_backward_bias_1663,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
@@ -31855,7 +31881,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2532: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1671,
+        .call = error_max_pool2d_with_indices_1672,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
@@ -31864,7 +31890,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2534: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1672,
+        .call = error_max_pool2d_with_indices_1673,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
@@ -31873,7 +31899,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2527: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_with_indices_1673,
+        .call = error_max_pool2d_with_indices_1674,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
@@ -31882,7 +31908,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2552: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1677,
+        .call = error_max_pool2d_1678,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
@@ -31891,7 +31917,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2554: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1678,
+        .call = error_max_pool2d_1679,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
@@ -31900,7 +31926,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2547: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1679,
+        .call = error_max_pool2d_1680,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
@@ -31909,7 +31935,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2573: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1685,
+        .call = error_layer_norm_1686,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
@@ -31918,7 +31944,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2575: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1686,
+        .call = error_layer_norm_1687,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
@@ -31929,7 +31955,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1687,
+        .call = error_layer_norm_1688,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
@@ -31940,7 +31966,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1688,
+        .call = error_layer_norm_1689,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
@@ -31953,7 +31979,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1689,
+        .call = error_layer_norm_1690,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
@@ -31962,7 +31988,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2596: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1695,
+        .call = error_group_norm_1696,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
@@ -31971,7 +31997,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2598: num_groups > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1696,
+        .call = error_group_norm_1697,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
@@ -31982,7 +32008,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1697,
+        .call = error_group_norm_1698,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
@@ -31993,7 +32019,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1698,
+        .call = error_group_norm_1699,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
@@ -32004,7 +32030,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1699,
+        .call = error_group_norm_1700,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
@@ -32015,7 +32041,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1700,
+        .call = error_group_norm_1701,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
@@ -32028,7 +32054,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1701,
+        .call = error_group_norm_1702,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
@@ -32037,7 +32063,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2626: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1706,
+        .call = error_rms_norm_1707,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
@@ -32046,7 +32072,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2628: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1707,
+        .call = error_rms_norm_1708,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
@@ -32057,7 +32083,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1708,
+        .call = error_rms_norm_1709,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
@@ -32068,7 +32094,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1709,
+        .call = error_rms_norm_1710,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
@@ -32077,7 +32103,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2647: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1716,
+        .call = error_batch_norm_1717,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32088,7 +32114,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1717,
+        .call = error_batch_norm_1718,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32099,7 +32125,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1718,
+        .call = error_batch_norm_1719,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32110,7 +32136,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1719,
+        .call = error_batch_norm_1720,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32121,7 +32147,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1720,
+        .call = error_batch_norm_1721,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32136,7 +32162,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1721,
+        .call = error_batch_norm_1722,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32151,7 +32177,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1722,
+        .call = error_batch_norm_1723,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32166,7 +32192,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1723,
+        .call = error_batch_norm_1724,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32181,7 +32207,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1724,
+        .call = error_batch_norm_1725,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
@@ -32201,7 +32227,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1725,
+        .call = error_batch_norm_1726,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
@@ -32224,7 +32250,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1726,
+        .call = error_batch_norm_1727,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
@@ -32240,7 +32266,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1727,
+        .call = error_batch_norm_1728,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
@@ -32249,7 +32275,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2685: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1730,
+        .call = error_row_norm_1731,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
@@ -32260,7 +32286,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1731,
+        .call = error_row_norm_1732,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
@@ -32271,7 +32297,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1732,
+        .call = error_row_norm_1733,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
@@ -32282,7 +32308,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1733,
+        .call = error_row_norm_1734,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
@@ -32293,7 +32319,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1734,
+        .call = error_row_norm_1735,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
@@ -32304,7 +32330,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1735,
+        .call = error_row_norm_1736,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
@@ -32315,7 +32341,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1736,
+        .call = error_row_norm_1737,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
@@ -32328,7 +32354,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1737,
+        .call = error_row_norm_1738,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
@@ -32337,7 +32363,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2712: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1740,
+        .call = error_batch_norm_training_1741,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32348,7 +32374,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1741,
+        .call = error_batch_norm_training_1742,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32359,7 +32385,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1742,
+        .call = error_batch_norm_training_1743,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32370,7 +32396,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1743,
+        .call = error_batch_norm_training_1744,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32381,7 +32407,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1744,
+        .call = error_batch_norm_training_1745,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32396,7 +32422,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1745,
+        .call = error_batch_norm_training_1746,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32411,7 +32437,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1746,
+        .call = error_batch_norm_training_1747,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32426,7 +32452,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1747,
+        .call = error_batch_norm_training_1748,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32441,7 +32467,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1748,
+        .call = error_batch_norm_training_1749,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32461,7 +32487,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1749,
+        .call = error_batch_norm_training_1750,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
@@ -32484,7 +32510,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1750,
+        .call = error_batch_norm_training_1751,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
@@ -32500,7 +32526,7 @@ const yt_error_case yt_error_cases[] = {
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1751,
+        .call = error_batch_norm_training_1752,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
@@ -32510,7 +32536,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1752,
+        .call = error_row_norm_backward_input_1753,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
@@ -32520,7 +32546,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1753,
+        .call = error_row_norm_backward_weight_1754,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
@@ -32529,7 +32555,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2767: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1754,
+        .call = error_row_norm_backward_bias_1755,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
@@ -32539,7 +32565,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1755,
+        .call = error_row_norm_backward_1756,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
@@ -32550,7 +32576,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1756,
+        .call = error_row_norm_double_backward_input_1757,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
@@ -32560,7 +32586,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1757,
+        .call = error_row_norm_double_backward_grad_out_1758,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
@@ -32570,7 +32596,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1758,
+        .call = error_batch_norm_backward_input_1759,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
@@ -32580,7 +32606,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1759,
+        .call = error_batch_norm_backward_weight_1760,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
@@ -32589,7 +32615,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2835: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1760,
+        .call = error_batch_norm_backward_bias_1761,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
@@ -32599,7 +32625,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1761,
+        .call = error_batch_norm_backward_1762,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
@@ -32608,7 +32634,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2858: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1762,
+        .call = error_batch_norm_backward_bias_backward_1763,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
@@ -32617,7 +32643,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2860: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1763,
+        .call = error_batch_norm_backward_bias_backward_1764,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
@@ -32628,7 +32654,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1764,
+        .call = error_batch_norm_double_backward_input_1765,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
@@ -32638,7 +32664,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1765,
+        .call = error_batch_norm_double_backward_grad_out_1766,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
@@ -32647,7 +32673,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2897: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1773,
+        .call = error_softmax_1774,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
@@ -32656,7 +32682,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2890: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1774,
+        .call = error_softmax_1775,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
@@ -32665,7 +32691,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2917: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1782,
+        .call = error_log_softmax_1783,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
@@ -32674,7 +32700,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2910: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1783,
+        .call = error_log_softmax_1784,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
@@ -32684,7 +32710,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1787,
+        .call = error_softmax_backward_data_1788,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
@@ -32694,7 +32720,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1788,
+        .call = error_softmax_backward_data_1789,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
@@ -32704,7 +32730,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1789,
+        .call = error_softmax_backward_data_1790,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
@@ -32714,7 +32740,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1793,
+        .call = error_log_softmax_backward_data_1794,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
@@ -32724,7 +32750,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1794,
+        .call = error_log_softmax_backward_data_1795,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
@@ -32734,7 +32760,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1795,
+        .call = error_log_softmax_backward_data_1796,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
@@ -32743,7 +32769,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:2991: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1801,
+        .call = error_dropout_1802,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
@@ -32753,7 +32779,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1807,
+        .call = error_mse_loss_1808,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
@@ -32763,7 +32789,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1808,
+        .call = error_mse_loss_1809,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
@@ -32773,7 +32799,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1814,
+        .call = error_l1_loss_1815,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
@@ -32783,7 +32809,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1815,
+        .call = error_l1_loss_1816,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
@@ -32793,7 +32819,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1822,
+        .call = error_smooth_l1_loss_1823,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
@@ -32803,7 +32829,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1823,
+        .call = error_smooth_l1_loss_1824,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
@@ -32813,7 +32839,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1829,
+        .call = error_huber_loss_1830,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
@@ -32823,7 +32849,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1830,
+        .call = error_huber_loss_1831,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
@@ -32833,7 +32859,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1835,
+        .call = error_binary_cross_entropy_elementwise_1836,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
@@ -32843,7 +32869,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1836,
+        .call = error_binary_cross_entropy_elementwise_1837,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
@@ -32859,7 +32885,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_1843,
+        .call = error_binary_cross_entropy_1844,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
@@ -32872,7 +32898,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1844,
+        .call = error_binary_cross_entropy_1845,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
@@ -32882,7 +32908,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1845,
+        .call = error_binary_cross_entropy_1846,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
@@ -32899,7 +32925,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1852,
+        .call = error_binary_cross_entropy_with_logits_1853,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
@@ -32920,7 +32946,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1853,
+        .call = error_binary_cross_entropy_with_logits_1854,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
@@ -32933,7 +32959,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1854,
+        .call = error_binary_cross_entropy_with_logits_1855,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
@@ -32943,7 +32969,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1855,
+        .call = error_binary_cross_entropy_with_logits_1856,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
@@ -32953,7 +32979,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1862,
+        .call = error_nll_loss_1863,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
@@ -32969,7 +32995,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1863,
+        .call = error_nll_loss_1864,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
@@ -32985,7 +33011,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1864,
+        .call = error_nll_loss_1865,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
@@ -32998,7 +33024,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1865,
+        .call = error_nll_loss_1866,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
@@ -33008,7 +33034,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1866,
+        .call = error_nll_loss_1867,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
@@ -33018,7 +33044,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1879,
+        .call = error_cross_entropy_loss_1880,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
@@ -33030,7 +33056,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1880,
+        .call = error_cross_entropy_loss_1881,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
@@ -33046,7 +33072,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_loss_1881,
+        .call = error_cross_entropy_loss_1882,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
@@ -33059,7 +33085,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1882,
+        .call = error_cross_entropy_loss_1883,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
@@ -33069,7 +33095,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1883,
+        .call = error_cross_entropy_loss_1884,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
@@ -33085,7 +33111,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_index_1891,
+        .call = error_cross_entropy_index_1892,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
@@ -33098,7 +33124,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1892,
+        .call = error_cross_entropy_index_1893,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
@@ -33108,7 +33134,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1893,
+        .call = error_cross_entropy_index_1894,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
@@ -33119,7 +33145,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1901,
+        .call = error_scaled_dot_product_attention_1902,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
@@ -33130,7 +33156,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1902,
+        .call = error_scaled_dot_product_attention_1903,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
@@ -33141,7 +33167,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1903,
+        .call = error_scaled_dot_product_attention_1904,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
@@ -33152,7 +33178,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1904,
+        .call = error_scaled_dot_product_attention_1905,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
@@ -33163,7 +33189,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1905,
+        .call = error_scaled_dot_product_attention_1906,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
@@ -33174,7 +33200,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1906,
+        .call = error_scaled_dot_product_attention_1907,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
@@ -33185,7 +33211,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1915,
+        .call = error_scaled_dot_product_attention_math_1916,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
@@ -33196,7 +33222,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1916,
+        .call = error_scaled_dot_product_attention_math_1917,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
@@ -33207,7 +33233,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1917,
+        .call = error_scaled_dot_product_attention_math_1918,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
@@ -33218,7 +33244,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1918,
+        .call = error_scaled_dot_product_attention_math_1919,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
@@ -33229,7 +33255,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1919,
+        .call = error_scaled_dot_product_attention_math_1920,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
@@ -33242,7 +33268,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1920,
+        .call = error_scaled_dot_product_attention_math_backward_1921,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
@@ -33256,7 +33282,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1921,
+        .call = error_scaled_dot_product_attention_math_backward_1922,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
@@ -33264,7 +33290,7 @@ const yt_error_case yt_error_cases[] = {
         .op = "rand",
         .what = "ops.yaml:3399: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1949,
+        .call = error_rand_1950,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
@@ -33272,7 +33298,7 @@ const yt_error_case yt_error_cases[] = {
         .op = "randn",
         .what = "ops.yaml:3410: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1951,
+        .call = error_randn_1952,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
@@ -33281,7 +33307,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:3486: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1973,
+        .call = error_normal_1974,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
@@ -33290,7 +33316,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:3498: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1980,
+        .call = error_uniform_1981,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
@@ -33299,7 +33325,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:3511: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1983,
+        .call = error_maybe_multiply_1984,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
@@ -33308,7 +33334,7 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:3522: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1986,
+        .call = error_sum_to_1987,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },
