@@ -369,7 +369,8 @@ class OpLowering:
             if not a.elem_optional:
                 b(f"for (int i = 0; i < {a.name}_len; i++)")
                 b(f"    if ({a.name}[i] == NULL)")
-                b(f'        {ret_null}("{name}", "{a.name}"){")" * ret_null.count("(")}; /* keeps an earlier error */')
+                elem = ret_null.replace("yt__null_status", "yt__null_elem_status").replace("yt__null_arg", "yt__null_elem")
+                b(f'        {elem}("{name}", "{a.name}", i){")" * ret_null.count("(")}; /* keeps an earlier error */')
         for a in s.args:
             if a.kind == "scalar" and a.optional:
                 b(f"if ({a.name} != NULL && (unsigned){a.name}->kind > YT_SCALAR_FLOAT)")
@@ -710,7 +711,7 @@ class OpLowering:
         self.kernel_lookup(b, "function")
         rec = self.recording_line(b)
         casted = self.casts(b) if op.impl == "pointwise" else []
-        b("yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);")
+        b(f'yt_tensor *result = yt__empty_named("{self.msg_name("function")}", &result_shape, result_dtype, result_device);')
         b(f"yt_status status = result == NULL ? yt_errcode() : kernel({self.kernel_call_args('result', casted)});")
         for t in casted:
             b(f"yt__release_cast({t}_k, {t});")
@@ -764,7 +765,7 @@ class OpLowering:
         rec = self.recording_line(b)
         news = [f"new_{r}" for r in rs]
         for i, (r, n) in enumerate(zip(rs, news)):
-            alloc = f"yt__empty(&{r}_shape, {r}_dtype, result_device)"
+            alloc = f'yt__empty_named("{self.msg_name("function")}", &{r}_shape, {r}_dtype, result_device)'
             b(f"yt_tensor *{n} = " + (alloc if i == 0 else f"{news[i - 1]} == NULL ? NULL : {alloc}") + ";")
         b(f"yt_status status = {news[-1]} == NULL ? yt_errcode() : kernel({self.kernel_call_args(news, [])});")
         if rec:

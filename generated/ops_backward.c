@@ -70,7 +70,8 @@ yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *expone
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {grad_output, exponent, output};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("pow_scalar_backward", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_output, self, exponent, output);
     if (status != YT_OK) {
@@ -131,7 +132,8 @@ yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, self};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("clamp_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, self, min, max);
     if (status != YT_OK) {
         yt_release(result);
@@ -214,7 +216,8 @@ yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min
         yt__release_cast(max_k, max);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("clamp_tensor_backward", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
     yt__release_cast(grad_output_k, grad_output);
@@ -308,7 +311,8 @@ yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
         yt__release_cast(max_k, max);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("clamp_tensor_backward_min", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
     yt__release_cast(grad_output_k, grad_output);
@@ -402,7 +406,8 @@ yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
         yt__release_cast(max_k, max);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("clamp_tensor_backward_max", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, min_k, max_k);
     yt__release_cast(grad_output_k, grad_output);
@@ -452,7 +457,8 @@ yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode)
         return yt__fail(YT_ERR_DEVICE, "div_rounding_backward: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad_output);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("div_rounding_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, rounding_mode);
     if (status != YT_OK) {
         yt_release(result);
@@ -516,7 +522,8 @@ yt_threshold_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar thresho
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("threshold_backward", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_output_k, self_k, threshold);
     yt__release_cast(grad_output_k, grad_output);
@@ -577,7 +584,8 @@ yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negati
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, self};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("leaky_relu_backward", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_output, self, negative_slope);
     if (status != YT_OK) {
@@ -641,7 +649,7 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, self};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("elu_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL
                            ? yt_errcode()
                            : kernel(result, grad_output, alpha, scale, input_scale, self);
@@ -714,7 +722,8 @@ yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self, const char *approxi
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, self};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("gelu_backward", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_output, self, approximate);
     if (status != YT_OK) {
@@ -1274,7 +1283,7 @@ yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int ten
     for (int i = 0; i < tensors_len; i++)
         if (tensors[i] == NULL)
             return yt__count_error(
-                yt__null_status("cat_backward", "tensors")); /* keeps an earlier error */
+                yt__null_elem_status("cat_backward", "tensors", i)); /* keeps an earlier error */
     for (int i = 0; i < tensors_len; i++) {
         if (tensors[i]->device != grad->device)
             return yt__count_error(yt__fail_status(
@@ -1409,7 +1418,8 @@ yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t 
         return yt__fail(YT_ERR_DEVICE, "embedding_dense_backward: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad_output);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("embedding_dense_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode()
                                       : kernel(result, grad_output, indices, num_weights,
                                                padding_idx, scale_grad_by_freq);
@@ -1541,7 +1551,8 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, self};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("avg_pool2d_backward", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL
             ? yt_errcode()
@@ -1610,7 +1621,8 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, self};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("adaptive_avg_pool2d_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL
                            ? yt_errcode()
                            : kernel(result, grad_output, self, output_size, output_size_len);
@@ -1707,7 +1719,8 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, self};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("max_pool2d_with_indices_backward", &result_shape,
+                                        result_dtype, result_device);
     yt_status status =
         result == NULL
             ? yt_errcode()
@@ -1759,7 +1772,8 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
         return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_gather: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("max_pool2d_index_gather", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, indices);
     if (status != YT_OK) {
         yt_release(result);
@@ -1813,7 +1827,8 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
         return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_scatter: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("max_pool2d_index_scatter", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad, self_size, self_size_len, indices);
     if (status != YT_OK) {
@@ -1890,7 +1905,8 @@ yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, weight};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("conv2d_backward_input", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode()
                        : kernel(result, grad_output, weight, input_size, input_size_len, stride,
@@ -1971,7 +1987,8 @@ yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, input};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("conv2d_backward_weight", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode()
                        : kernel(result, grad_output, input, weight_size, weight_size_len, stride,
@@ -2067,7 +2084,8 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {grad_out, input, weight};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("row_norm_backward_input", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, center, eps);
     if (status != YT_OK) {
@@ -2126,7 +2144,8 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_out, input};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("row_norm_backward_weight", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, center, eps);
     if (status != YT_OK) {
         yt_release(result);
@@ -2167,7 +2186,8 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
         return yt__fail(YT_ERR_DEVICE, "row_norm_backward_bias: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad_out);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("row_norm_backward_bias", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out);
     if (status != YT_OK) {
         yt_release(result);
@@ -2248,11 +2268,16 @@ yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, b
     if (kernel == NULL)
         return yt__fail_status(YT_ERR_DEVICE, "row_norm_backward: not implemented for %s",
                                yt_device_name(result_device));
-    yt_tensor *new_d_input = yt__empty(&d_input_shape, d_input_dtype, result_device);
+    yt_tensor *new_d_input =
+        yt__empty_named("row_norm_backward", &d_input_shape, d_input_dtype, result_device);
     yt_tensor *new_d_weight =
-        new_d_input == NULL ? NULL : yt__empty(&d_weight_shape, d_weight_dtype, result_device);
+        new_d_input == NULL
+            ? NULL
+            : yt__empty_named("row_norm_backward", &d_weight_shape, d_weight_dtype, result_device);
     yt_tensor *new_d_bias =
-        new_d_weight == NULL ? NULL : yt__empty(&d_bias_shape, d_bias_dtype, result_device);
+        new_d_weight == NULL
+            ? NULL
+            : yt__empty_named("row_norm_backward", &d_bias_shape, d_bias_dtype, result_device);
     yt_status status = new_d_bias == NULL
                            ? yt_errcode()
                            : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
@@ -2449,7 +2474,8 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {grad_out, input, weight};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("batch_norm_backward_input", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, eps);
     if (status != YT_OK) {
         yt_release(result);
@@ -2507,7 +2533,8 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_out, input};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("batch_norm_backward_weight", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, eps);
     if (status != YT_OK) {
         yt_release(result);
@@ -2548,7 +2575,8 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
         return yt__fail(YT_ERR_DEVICE, "batch_norm_backward_bias: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad_out);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("batch_norm_backward_bias", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out);
     if (status != YT_OK) {
         yt_release(result);
@@ -2628,11 +2656,16 @@ yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight,
     if (kernel == NULL)
         return yt__fail_status(YT_ERR_DEVICE, "batch_norm_backward: not implemented for %s",
                                yt_device_name(result_device));
-    yt_tensor *new_d_input = yt__empty(&d_input_shape, d_input_dtype, result_device);
-    yt_tensor *new_d_weight =
-        new_d_input == NULL ? NULL : yt__empty(&d_weight_shape, d_weight_dtype, result_device);
+    yt_tensor *new_d_input =
+        yt__empty_named("batch_norm_backward", &d_input_shape, d_input_dtype, result_device);
+    yt_tensor *new_d_weight = new_d_input == NULL
+                                  ? NULL
+                                  : yt__empty_named("batch_norm_backward", &d_weight_shape,
+                                                    d_weight_dtype, result_device);
     yt_tensor *new_d_bias =
-        new_d_weight == NULL ? NULL : yt__empty(&d_bias_shape, d_bias_dtype, result_device);
+        new_d_weight == NULL
+            ? NULL
+            : yt__empty_named("batch_norm_backward", &d_bias_shape, d_bias_dtype, result_device);
     yt_status status = new_d_bias == NULL
                            ? yt_errcode()
                            : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
@@ -2852,7 +2885,8 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, output};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("softmax_backward_data", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
     if (status != YT_OK) {
         yt_release(result);
@@ -2913,7 +2947,8 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {grad_output, output};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("log_softmax_backward_data", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
     if (status != YT_OK) {
         yt_release(result);
@@ -3239,11 +3274,16 @@ yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor 
         return yt__fail_status(YT_ERR_DEVICE,
                                "scaled_dot_product_attention_math_backward: not implemented for %s",
                                yt_device_name(result_device));
-    yt_tensor *new_d_query = yt__empty(&d_query_shape, d_query_dtype, result_device);
-    yt_tensor *new_d_key =
-        new_d_query == NULL ? NULL : yt__empty(&d_key_shape, d_key_dtype, result_device);
-    yt_tensor *new_d_value =
-        new_d_key == NULL ? NULL : yt__empty(&d_value_shape, d_value_dtype, result_device);
+    yt_tensor *new_d_query = yt__empty_named("scaled_dot_product_attention_math_backward",
+                                             &d_query_shape, d_query_dtype, result_device);
+    yt_tensor *new_d_key = new_d_query == NULL
+                               ? NULL
+                               : yt__empty_named("scaled_dot_product_attention_math_backward",
+                                                 &d_key_shape, d_key_dtype, result_device);
+    yt_tensor *new_d_value = new_d_key == NULL
+                                 ? NULL
+                                 : yt__empty_named("scaled_dot_product_attention_math_backward",
+                                                   &d_value_shape, d_value_dtype, result_device);
     yt_status status = new_d_value == NULL
                            ? yt_errcode()
                            : kernel(new_d_query, new_d_key, new_d_value, grad_output, query, key,
@@ -3540,7 +3580,8 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
         return yt__fail(YT_ERR_DEVICE, "slice_backward: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad_output);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("slice_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode()
                                       : kernel(result, grad_output, input_sizes, input_sizes_len,
                                                dim, start, end, step);
@@ -3582,7 +3623,8 @@ yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input
         return yt__fail(YT_ERR_DEVICE, "select_backward: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad_output);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("select_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL
                            ? yt_errcode()
                            : kernel(result, grad_output, input_sizes, input_sizes_len, dim, index);

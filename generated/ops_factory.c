@@ -41,7 +41,7 @@ yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "empty: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("empty", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
@@ -81,7 +81,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "zeros: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("zeros", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
@@ -121,7 +121,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "ones: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("ones", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
@@ -165,7 +165,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "full: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("full", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, fill_value, dtype, device);
     if (status != YT_OK) {
@@ -214,7 +214,7 @@ yt_zeros_like(yt_tensor *self)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "zeros_like: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("zeros_like", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -305,7 +305,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "arange: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("arange", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, start, end, step, dtype, device);
     if (status != YT_OK) {
@@ -346,7 +346,7 @@ yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "linspace: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("linspace", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, start, end, steps, dtype, device);
     if (status != YT_OK) {
@@ -382,7 +382,7 @@ yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "eye: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("eye", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
@@ -417,7 +417,7 @@ yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "eye: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("eye", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, m, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
@@ -461,7 +461,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype 
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "rand: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("rand", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
@@ -506,7 +506,7 @@ yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "randn: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("randn", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
@@ -593,7 +593,7 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *gen
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "randint: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("randint", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL
                            ? yt_errcode()
                            : kernel(result, high, size, size_len, generator, dtype, device);
@@ -635,7 +635,7 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "randint: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("randint", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL
                            ? yt_errcode()
                            : kernel(result, low, high, size, size_len, generator, dtype, device);
@@ -672,7 +672,7 @@ yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device dev
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "randperm: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("randperm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, generator, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
@@ -708,7 +708,7 @@ yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "bernoulli: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("bernoulli", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, generator);
     if (status != YT_OK) {
         yt_release(result);
@@ -741,7 +741,7 @@ yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "bernoulli: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("bernoulli", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, p, generator);
     if (status != YT_OK) {
         yt_release(result);
@@ -824,7 +824,7 @@ yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "normal: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("normal", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mean, std, generator);
     if (status != YT_OK) {
         yt_release(result);
@@ -910,7 +910,7 @@ yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "uniform: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("uniform", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, from, to, generator);
     if (status != YT_OK) {
         yt_release(result);

@@ -40,7 +40,7 @@ yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
         return yt__fail(YT_ERR_DEVICE, "index_select: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("index_select", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index);
     if (status != YT_OK) {
         yt_release(result);
@@ -158,7 +158,7 @@ yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *sourc
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, source};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("index_add", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, index, source, alpha);
     if (status != YT_OK) {
@@ -287,7 +287,7 @@ yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, source};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("index_copy", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, source);
     if (status != YT_OK) {
         yt_release(result);
@@ -401,7 +401,7 @@ yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
         return yt__fail(YT_ERR_DEVICE, "gather: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("gather", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, index, sparse_grad);
     if (status != YT_OK) {
@@ -517,7 +517,7 @@ yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, src};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("scatter", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, src);
     if (status != YT_OK) {
         yt_release(result);
@@ -624,7 +624,7 @@ yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value
         return yt__fail(YT_ERR_DEVICE, "scatter: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("scatter", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, value);
     if (status != YT_OK) {
         yt_release(result);
@@ -734,7 +734,7 @@ yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, src};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("scatter_add", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, src);
     if (status != YT_OK) {
         yt_release(result);
@@ -853,7 +853,7 @@ yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool
         return yt__fail(YT_ERR_DEVICE, "embedding: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &weight);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("embedding", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode()
                        : kernel(result, weight, indices, padding_idx, scale_grad_by_freq, sparse);
@@ -952,7 +952,7 @@ yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "argsort: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("argsort", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, descending);
     if (status != YT_OK) {
         yt_release(result);
@@ -986,7 +986,7 @@ yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "argsort: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("argsort", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, stable, dim, descending);
     if (status != YT_OK) {
@@ -1096,9 +1096,10 @@ yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt
         return yt__fail_status(YT_ERR_DEVICE, "sort: not implemented for %s",
                                yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_values = yt__empty_named("sort", &values_shape, values_dtype, result_device);
     yt_tensor *new_indices =
-        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+        new_values == NULL ? NULL
+                           : yt__empty_named("sort", &indices_shape, indices_dtype, result_device);
     yt_status status =
         new_indices == NULL ? yt_errcode() : kernel(new_values, new_indices, self, dim, descending);
     if (status == YT_OK && recording)
@@ -1149,9 +1150,10 @@ yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descend
         return yt__fail_status(YT_ERR_DEVICE, "sort: not implemented for %s",
                                yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_values = yt__empty_named("sort", &values_shape, values_dtype, result_device);
     yt_tensor *new_indices =
-        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+        new_values == NULL ? NULL
+                           : yt__empty_named("sort", &indices_shape, indices_dtype, result_device);
     yt_status status = new_indices == NULL
                            ? yt_errcode()
                            : kernel(new_values, new_indices, self, stable, dim, descending);
@@ -1204,9 +1206,10 @@ yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted, y
         return yt__fail_status(YT_ERR_DEVICE, "topk: not implemented for %s",
                                yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_values = yt__empty_named("topk", &values_shape, values_dtype, result_device);
     yt_tensor *new_indices =
-        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+        new_values == NULL ? NULL
+                           : yt__empty_named("topk", &indices_shape, indices_dtype, result_device);
     yt_status status = new_indices == NULL
                            ? yt_errcode()
                            : kernel(new_values, new_indices, self, k, dim, largest, sorted);

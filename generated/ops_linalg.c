@@ -51,7 +51,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
         return yt__fail(YT_ERR_DEVICE, "mm: not implemented for %s", yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, mat2};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("mm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mat2);
     if (status != YT_OK) {
         yt_release(result);
@@ -210,7 +210,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, mat2};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("bmm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mat2);
     if (status != YT_OK) {
         yt_release(result);
@@ -377,7 +377,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {self, mat1, mat2};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("addmm", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, mat1, mat2, beta, alpha);
     if (status != YT_OK) {
@@ -596,7 +596,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {self, batch1, batch2};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("baddbmm", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, batch1, batch2, beta, alpha);
     if (status != YT_OK) {

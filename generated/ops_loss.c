@@ -240,7 +240,8 @@ yt_binary_cross_entropy_elementwise(yt_tensor *self, yt_tensor *target)
         yt__release_cast(target_k, target);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("binary_cross_entropy_elementwise", &result_shape,
+                                        result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, target_k);
     yt__release_cast(self_k, self);
     yt__release_cast(target_k, target);
@@ -593,7 +594,8 @@ yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
         return yt__fail(YT_ERR_DEVICE, "cross_entropy_index: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("cross_entropy_index", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode()
                                       : kernel(result, self, target, weight, reduction,
                                                ignore_index, label_smoothing);

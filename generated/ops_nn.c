@@ -68,7 +68,7 @@ yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
         return yt__fail(YT_ERR_DEVICE, "avg_pool2d: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("avg_pool2d", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode()
                                       : kernel(result, self, kernel_size, kernel_size_len, stride,
                                                stride_len, padding, padding_len, ceil_mode,
@@ -125,7 +125,8 @@ yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_s
         return yt__fail(YT_ERR_DEVICE, "adaptive_avg_pool2d: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("adaptive_avg_pool2d", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, output_size, output_size_len);
     if (status != YT_OK) {
@@ -214,7 +215,7 @@ yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {input, weight, bias};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("conv2d", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL
                            ? yt_errcode()
                            : kernel(result, input, weight, bias, stride, stride_len, padding,
@@ -604,9 +605,12 @@ yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int k
         return yt__fail_status(YT_ERR_DEVICE, "max_pool2d_with_indices: not implemented for %s",
                                yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
-    yt_tensor *new_indices =
-        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_tensor *new_values =
+        yt__empty_named("max_pool2d_with_indices", &values_shape, values_dtype, result_device);
+    yt_tensor *new_indices = new_values == NULL
+                                 ? NULL
+                                 : yt__empty_named("max_pool2d_with_indices", &indices_shape,
+                                                   indices_dtype, result_device);
     yt_status status = new_indices == NULL ? yt_errcode()
                                            : kernel(new_values, new_indices, self, kernel_size,
                                                     kernel_size_len, stride, stride_len, padding,
@@ -1027,7 +1031,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {input, weight, bias};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("row_norm", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, input, weight, bias, center, eps);
     if (status != YT_OK) {
@@ -1153,7 +1157,8 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {input, weight, bias};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("batch_norm_training", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode()
                                       : kernel(result, input, weight, bias, running_mean,
                                                running_var, momentum, eps);
@@ -1370,9 +1375,12 @@ yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor
                                yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {query, key, value};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *new_output = yt__empty(&output_shape, output_dtype, result_device);
-    yt_tensor *new_attn =
-        new_output == NULL ? NULL : yt__empty(&attn_shape, attn_dtype, result_device);
+    yt_tensor *new_output = yt__empty_named("scaled_dot_product_attention_math", &output_shape,
+                                            output_dtype, result_device);
+    yt_tensor *new_attn = new_output == NULL
+                              ? NULL
+                              : yt__empty_named("scaled_dot_product_attention_math", &attn_shape,
+                                                attn_dtype, result_device);
     yt_status status =
         new_attn == NULL ? yt_errcode() : kernel(new_output, new_attn, query, key, value, scale);
     if (status == YT_OK && recording)

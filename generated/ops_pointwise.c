@@ -56,7 +56,7 @@ yt_add_ex(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("add", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -252,7 +252,7 @@ yt_add_scalar_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("add", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -445,7 +445,7 @@ yt_sub_ex(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("sub", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -666,7 +666,7 @@ yt_sub_scalar_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("sub", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -855,7 +855,7 @@ yt_rsub_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("rsub", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -973,7 +973,7 @@ yt_mul(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("mul", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1146,7 +1146,7 @@ yt_mul_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("mul", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -1298,7 +1298,7 @@ yt_div(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("div", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1474,7 +1474,7 @@ yt_div_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("div", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -1614,7 +1614,7 @@ yt_neg(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "neg: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("neg", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -1744,7 +1744,7 @@ yt_pow(yt_tensor *self, yt_scalar exponent)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("pow", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, exponent);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -1913,7 +1913,7 @@ yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
         yt__release_cast(exponent_k, exponent);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("pow", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, exponent_k);
     yt__release_cast(self_k, self);
     yt__release_cast(exponent_k, exponent);
@@ -2107,7 +2107,7 @@ yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
         yt__release_cast(exponent_k, exponent);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("pow", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, exponent_k);
     yt__release_cast(exponent_k, exponent);
     if (status != YT_OK) {
@@ -2212,7 +2212,7 @@ yt_maximum(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("maximum", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -2327,7 +2327,7 @@ yt_minimum(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("minimum", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -2438,7 +2438,7 @@ yt_clamp_min(yt_tensor *self, yt_scalar min)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("clamp_min", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -2606,7 +2606,7 @@ yt_clamp_max(yt_tensor *self, yt_scalar max)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("clamp_max", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, max);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -2787,7 +2787,7 @@ yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
         yt__release_cast(min_k, min);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("clamp_min", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min_k);
     yt__release_cast(self_k, self);
     yt__release_cast(min_k, min);
@@ -3000,7 +3000,7 @@ yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
         yt__release_cast(max_k, max);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("clamp_max", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, max_k);
     yt__release_cast(self_k, self);
     yt__release_cast(max_k, max);
@@ -3214,7 +3214,7 @@ yt_remainder(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("remainder", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3416,7 +3416,7 @@ yt_remainder_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("remainder", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -3588,7 +3588,7 @@ yt_floor_divide(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("floor_divide", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3779,7 +3779,7 @@ yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, end};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("lerp", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, end, weight);
     if (status != YT_OK) {
         yt_release(result);
@@ -3967,7 +3967,7 @@ yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[3] = {self, end, weight};
     bool recording = yt__any_requires_grad(3, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("lerp", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, end, weight);
     if (status != YT_OK) {
         yt_release(result);
@@ -4205,7 +4205,7 @@ yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
         yt__release_cast(tensor2_k, tensor2);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("addcmul", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self_k, tensor1_k, tensor2_k, value);
     yt__release_cast(self_k, self);
@@ -4485,7 +4485,7 @@ yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
         yt__release_cast(tensor2_k, tensor2);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("addcdiv", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self_k, tensor1_k, tensor2_k, value);
     yt__release_cast(self_k, self);
@@ -4749,7 +4749,7 @@ yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("div", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self_k, other_k, rounding_mode);
     yt__release_cast(self_k, self);
@@ -4977,7 +4977,7 @@ yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("div", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other, rounding_mode);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -5170,7 +5170,7 @@ yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("clamp", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min, max);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -5408,7 +5408,7 @@ yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
         yt__release_cast(max_k, max);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("clamp", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, min_k, max_k);
     yt__release_cast(self_k, self);
     yt__release_cast(min_k, min);
@@ -5642,7 +5642,7 @@ yt_exp(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("exp", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -5773,7 +5773,7 @@ yt_log(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("log", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -5912,7 +5912,7 @@ yt_sqrt(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("sqrt", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -6042,7 +6042,7 @@ yt_relu(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "relu: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("relu", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -6168,7 +6168,7 @@ yt_sigmoid(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("sigmoid", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -6301,7 +6301,7 @@ yt_tanh(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("tanh", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -6443,7 +6443,7 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
         return yt__fail(YT_ERR_DEVICE, "softplus: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("softplus", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, beta, threshold);
     if (status != YT_OK) {
         yt_release(result);
@@ -6599,7 +6599,7 @@ yt_clone(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "clone: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("clone", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -6671,7 +6671,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "to: not implemented for %s", yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("to", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
         yt_release(result);
@@ -6706,7 +6706,7 @@ yt_abs(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "abs: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("abs", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -6833,7 +6833,7 @@ yt_sign(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "sign: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("sign", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -6949,7 +6949,7 @@ yt_square(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("square", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -7089,7 +7089,7 @@ yt_reciprocal(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("reciprocal", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -7222,7 +7222,7 @@ yt_rsqrt(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("rsqrt", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -7353,7 +7353,7 @@ yt_expm1(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("expm1", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -7484,7 +7484,7 @@ yt_log1p(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("log1p", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -7623,7 +7623,7 @@ yt_log2(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("log2", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -7762,7 +7762,7 @@ yt_sin(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("sin", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -7901,7 +7901,7 @@ yt_cos(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("cos", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -8040,7 +8040,7 @@ yt_erf(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("erf", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -8178,7 +8178,7 @@ yt_floor(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "floor: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("floor", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -8303,7 +8303,7 @@ yt_ceil(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "ceil: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("ceil", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -8428,7 +8428,7 @@ yt_round(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "round: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("round", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -8553,7 +8553,7 @@ yt_trunc(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "trunc: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("trunc", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -8687,7 +8687,7 @@ yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
         return yt__fail(YT_ERR_DEVICE, "leaky_relu: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("leaky_relu", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, negative_slope);
     if (status != YT_OK) {
         yt_release(result);
@@ -8856,7 +8856,7 @@ yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sca
         return yt__fail(YT_ERR_DEVICE, "elu: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("elu", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, alpha, scale, input_scale);
     if (status != YT_OK) {
@@ -9022,7 +9022,7 @@ yt_silu(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "silu: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("silu", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -9151,7 +9151,7 @@ yt_isnan(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("isnan", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -9182,7 +9182,7 @@ yt_isfinite(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("isfinite", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -9229,7 +9229,7 @@ yt_gelu_ex(yt_tensor *self, const char *approximate)
         return yt__fail(YT_ERR_DEVICE, "gelu: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("gelu", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, approximate);
     if (status != YT_OK) {
         yt_release(result);
@@ -9398,7 +9398,7 @@ yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const
         return yt__fail(YT_ERR_DEVICE, "nan_to_num: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("nan_to_num", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, nan, posinf, neginf);
     if (status != YT_OK) {
         yt_release(result);
@@ -9549,7 +9549,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("eq", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -9647,7 +9647,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("eq", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -9742,7 +9742,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("lt", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -9840,7 +9840,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("lt", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -9935,7 +9935,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("gt", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10033,7 +10033,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("gt", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -10140,7 +10140,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("where", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, condition, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10258,7 +10258,7 @@ yt_ne(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("ne", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10356,7 +10356,7 @@ yt_ne_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("ne", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -10451,7 +10451,7 @@ yt_le(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("le", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10549,7 +10549,7 @@ yt_le_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("le", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -10644,7 +10644,7 @@ yt_ge(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("ge", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10742,7 +10742,7 @@ yt_ge_scalar(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("ge", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -10839,7 +10839,7 @@ yt_logical_and(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("logical_and", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -10948,7 +10948,7 @@ yt_logical_or(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("logical_or", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -11057,7 +11057,7 @@ yt_logical_xor(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("logical_xor", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -11153,7 +11153,7 @@ yt_logical_not(yt_tensor *self)
         yt__release_cast(self_k, self);
         return NULL;
     }
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("logical_not", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
     yt__release_cast(self_k, self);
     if (status != YT_OK) {
@@ -11244,7 +11244,7 @@ yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
         return yt__fail(YT_ERR_DEVICE, "masked_fill: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("masked_fill", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mask, value);
     if (status != YT_OK) {
         yt_release(result);
@@ -11352,7 +11352,7 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, value};
     bool recording = yt__any_requires_grad(2, grad_inputs);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("masked_fill", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mask, value);
     if (status != YT_OK) {
         yt_release(result);

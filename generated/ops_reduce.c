@@ -37,7 +37,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
         return yt__fail(YT_ERR_DEVICE, "sum: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("sum", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
         yt_release(result);
@@ -86,7 +86,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
         return yt__fail(YT_ERR_DEVICE, "sum: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("sum", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
@@ -195,7 +195,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
         return yt__fail(YT_ERR_DEVICE, "mean: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("mean", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
         yt_release(result);
@@ -249,7 +249,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
         return yt__fail(YT_ERR_DEVICE, "mean: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("mean", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
@@ -368,7 +368,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
         return yt__fail(YT_ERR_DEVICE, "amax: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("amax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
         yt_release(result);
@@ -479,7 +479,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
         return yt__fail(YT_ERR_DEVICE, "amin: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("amin", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
         yt_release(result);
@@ -571,7 +571,7 @@ yt_max(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "max: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("max", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -601,7 +601,7 @@ yt_min(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "min: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("min", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -650,9 +650,10 @@ yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
         return yt__fail_status(YT_ERR_DEVICE, "max: not implemented for %s",
                                yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_values = yt__empty_named("max", &values_shape, values_dtype, result_device);
     yt_tensor *new_indices =
-        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+        new_values == NULL ? NULL
+                           : yt__empty_named("max", &indices_shape, indices_dtype, result_device);
     yt_status status =
         new_indices == NULL ? yt_errcode() : kernel(new_values, new_indices, self, dim, keepdim);
     if (status == YT_OK && recording)
@@ -781,9 +782,10 @@ yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
         return yt__fail_status(YT_ERR_DEVICE, "min: not implemented for %s",
                                yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_values = yt__empty_named("min", &values_shape, values_dtype, result_device);
     yt_tensor *new_indices =
-        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+        new_values == NULL ? NULL
+                           : yt__empty_named("min", &indices_shape, indices_dtype, result_device);
     yt_status status =
         new_indices == NULL ? yt_errcode() : kernel(new_values, new_indices, self, dim, keepdim);
     if (status == YT_OK && recording)
@@ -905,7 +907,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "argmax: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("argmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
         yt_release(result);
@@ -1000,7 +1002,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "argmin: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("argmin", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
         yt_release(result);
@@ -1092,7 +1094,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
         return yt__fail(YT_ERR_DEVICE, "prod: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("prod", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
         yt_release(result);
@@ -1134,7 +1136,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
         return yt__fail(YT_ERR_DEVICE, "prod: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("prod", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim, dtype);
     if (status != YT_OK) {
         yt_release(result);
@@ -1217,7 +1219,7 @@ yt_all(yt_tensor *self)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "all: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("all", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -1252,7 +1254,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "all: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("all", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
         yt_release(result);
@@ -1329,7 +1331,7 @@ yt_any(yt_tensor *self)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "any: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("any", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
         yt_release(result);
@@ -1364,7 +1366,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "any: not implemented for %s",
                         yt_device_name(result_device));
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("any", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
         yt_release(result);
@@ -1454,7 +1456,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
         return yt__fail(YT_ERR_DEVICE, "cumsum: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("cumsum", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
         yt_release(result);
@@ -1560,7 +1562,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
         return yt__fail(YT_ERR_DEVICE, "logsumexp: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("logsumexp", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
         yt_release(result);
@@ -1611,7 +1613,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
         return yt__fail(YT_ERR_DEVICE, "var: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("var", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, correction, keepdim);
     if (status != YT_OK) {
@@ -1663,7 +1665,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
         return yt__fail(YT_ERR_DEVICE, "std: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("std", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, correction, keepdim);
     if (status != YT_OK) {
@@ -1729,7 +1731,8 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
         return yt__fail(YT_ERR_DEVICE, "linalg_vector_norm: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result =
+        yt__empty_named("linalg_vector_norm", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, ord, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
@@ -1776,7 +1779,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
         return yt__fail(YT_ERR_DEVICE, "softmax: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("softmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
         yt_release(result);
@@ -1821,7 +1824,7 @@ yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
         return yt__fail(YT_ERR_DEVICE, "log_softmax: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("log_softmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
         yt_release(result);

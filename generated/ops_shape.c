@@ -405,7 +405,7 @@ yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
         return yt__fail(YT_ERR_DEVICE, "flip: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("flip", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dims, dims_len);
     if (status != YT_OK) {
         yt_release(result);
@@ -461,7 +461,7 @@ yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t
         return yt__fail(YT_ERR_DEVICE, "roll: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("roll", &result_shape, result_dtype, result_device);
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, shifts, shifts_len, dims, dims_len);
     if (status != YT_OK) {
@@ -502,7 +502,7 @@ yt_tril_ex(yt_tensor *self, int64_t diagonal)
         return yt__fail(YT_ERR_DEVICE, "tril: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("tril", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
     if (status != YT_OK) {
         yt_release(result);
@@ -542,7 +542,7 @@ yt_triu_ex(yt_tensor *self, int64_t diagonal)
         return yt__fail(YT_ERR_DEVICE, "triu: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("triu", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
     if (status != YT_OK) {
         yt_release(result);
@@ -612,7 +612,7 @@ yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
         return yt__fail(YT_ERR_VALUE, "cat: expected a non-empty list of tensors in tensors");
     for (int i = 0; i < tensors_len; i++)
         if (tensors[i] == NULL)
-            return yt__null_arg("cat", "tensors"); /* keeps an earlier error */
+            return yt__null_elem("cat", "tensors", i); /* keeps an earlier error */
     for (int i = 0; i < tensors_len; i++) {
         if (tensors[i]->device != tensors[0]->device)
             return yt__fail(YT_ERR_DEVICE, "cat: tensors[%d] is on %s but tensors[0] is on %s", i,
@@ -629,7 +629,7 @@ yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
         return yt__fail(YT_ERR_DEVICE, "cat: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(tensors_len, tensors);
-    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *result = yt__empty_named("cat", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, tensors, tensors_len, dim);
     if (status != YT_OK) {
         yt_release(result);
@@ -666,7 +666,7 @@ yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_
                                "cat_out: expected a non-empty list of tensors in tensors");
     for (int i = 0; i < tensors_len; i++)
         if (tensors[i] == NULL)
-            return yt__null_status("cat_out", "tensors"); /* keeps an earlier error */
+            return yt__null_elem_status("cat_out", "tensors", i); /* keeps an earlier error */
     for (int i = 0; i < tensors_len; i++) {
         if (tensors[i]->device != tensors[0]->device)
             return yt__fail_status(
@@ -731,7 +731,7 @@ yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
         return yt__fail(YT_ERR_VALUE, "stack: expected a non-empty list of tensors in tensors");
     for (int i = 0; i < tensors_len; i++)
         if (tensors[i] == NULL)
-            return yt__null_arg("stack", "tensors"); /* keeps an earlier error */
+            return yt__null_elem("stack", "tensors", i); /* keeps an earlier error */
     for (int i = 0; i < tensors_len; i++) {
         if (tensors[i]->device != tensors[0]->device)
             return yt__fail(YT_ERR_DEVICE, "stack: tensors[%d] is on %s but tensors[0] is on %s", i,

@@ -390,12 +390,25 @@ yt_module_zero_grad(yt_module *m)
 
 /* ---------------------------------------------------------------- helpers for the layers */
 
+/* A parameter or buffer that could not be made, in the module's terms: "Linear: parameter
+ * 'weight': size [...] has too many elements (overflows int64)", not empty's. */
+static yt_tensor *
+new_tensor(yt_module *m, const char *what, const char *name, const int64_t *sizes, int ndim,
+           yt_dtype dtype)
+{
+    yt__scope_suspend();
+    yt_tensor *t = yt_empty_ex(sizes, ndim, dtype, YT_DEVICE_CPU);
+    yt__scope_resume();
+    if (t != NULL)
+        return t;
+    const char *msg = yt_errmsg(), *inner = strncmp(msg, "empty: ", 7) == 0 ? msg + 7 : msg;
+    return yt__fail(yt_errcode(), "%s: %s '%s': %s", m->kind->name, what, name, inner);
+}
+
 yt_tensor *
 yt__module_new_param(yt_module *m, const char *name, const int64_t *sizes, int ndim)
 {
-    yt__scope_suspend();
-    yt_tensor *t = yt_empty_ex(sizes, ndim, YT_DTYPE_F32, YT_DEVICE_CPU);
-    yt__scope_resume();
+    yt_tensor *t = new_tensor(m, "parameter", name, sizes, ndim, YT_DTYPE_F32);
     if (t == NULL)
         return NULL;
     yt_status st = yt_module_register_parameter(m, name, t);
@@ -407,9 +420,7 @@ yt_tensor *
 yt__module_new_buffer(yt_module *m, const char *name, const int64_t *sizes, int ndim,
                       yt_dtype dtype, double value)
 {
-    yt__scope_suspend();
-    yt_tensor *t = yt_empty_ex(sizes, ndim, dtype, YT_DEVICE_CPU);
-    yt__scope_resume();
+    yt_tensor *t = new_tensor(m, "buffer", name, sizes, ndim, dtype);
     if (t == NULL)
         return NULL;
     yt_status st = yt__fill(t, value);

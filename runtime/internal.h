@@ -98,6 +98,10 @@ YT_INTERNAL void yt__storage_release(yt_storage *s);
 /* New contiguous tensor (uninitialised data). Checks numel * dtype size for overflow.
  * NULL with YT_ERR_NOMEM / YT_ERR_VALUE. */
 YT_INTERNAL yt_tensor *yt__empty(const yt_shape *shape, yt_dtype dtype, yt_device device);
+/* The same, with errors in the name of `op` (the op whose result it is: "adaptive_avg_pool2d: a f32
+ * tensor of shape [...] needs more than 2^63 bytes"). */
+YT_INTERNAL yt_tensor *yt__empty_named(const char *op, const yt_shape *shape, yt_dtype dtype,
+                                       yt_device device);
 /* New contiguous tensor with `like`'s sizes, and the given dtype. */
 YT_INTERNAL yt_tensor *yt__empty_like(const yt_tensor *like, yt_dtype dtype);
 /* New tensor handle over `base`'s storage with the given geometry (no autograd info). The caller
@@ -556,6 +560,9 @@ YT_INTERNAL yt__philox_stream yt__generator_stream(yt_generator *gen, uint64_t n
 YT_INTERNAL yt_tensor *yt__null_arg(const char *op, const char *arg);
 /* The same for functions returning yt_status: the recorded (or new) error code. */
 YT_INTERNAL yt_status yt__null_status(const char *op, const char *arg);
+/* The same for a NULL element `index` of a Tensor[] argument: "OP: ARG[INDEX] is NULL". */
+YT_INTERNAL yt_tensor *yt__null_elem(const char *op, const char *arg, int index);
+YT_INTERNAL yt_status yt__null_elem_status(const char *op, const char *arg, int index);
 /* -1, the error return of functions returning a count (-> Tensor[] ops):
  * `return yt__count_error(yt__fail_status(...));` */
 static inline int64_t

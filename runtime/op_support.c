@@ -20,6 +20,21 @@ yt__null_status(const char *op, const char *arg)
     return yt_errcode();
 }
 
+yt_tensor *
+yt__null_elem(const char *op, const char *arg, int index)
+{
+    if (yt_errcode() == YT_OK)
+        yt__fail(YT_ERR_VALUE, "%s: %s[%d] is NULL", op, arg, index);
+    return NULL;
+}
+
+yt_status
+yt__null_elem_status(const char *op, const char *arg, int index)
+{
+    yt__null_elem(op, arg, index);
+    return yt_errcode();
+}
+
 yt_status
 yt__last_status(void)
 {

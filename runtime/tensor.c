@@ -36,8 +36,8 @@ new_handle(void)
 }
 
 /* yt__empty with the name of the public function for messages. */
-static yt_tensor *
-empty_named(const char *op, const yt_shape *shape, yt_dtype dtype, yt_device device)
+yt_tensor *
+yt__empty_named(const char *op, const yt_shape *shape, yt_dtype dtype, yt_device device)
 {
     if ((unsigned)dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dtype);
@@ -89,7 +89,7 @@ empty_named(const char *op, const yt_shape *shape, yt_dtype dtype, yt_device dev
 yt_tensor *
 yt__empty(const yt_shape *shape, yt_dtype dtype, yt_device device)
 {
-    return empty_named("empty", shape, dtype, device);
+    return yt__empty_named("empty", shape, dtype, device);
 }
 
 yt_tensor *
@@ -97,7 +97,7 @@ yt__empty_like(const yt_tensor *like, yt_dtype dtype)
 {
     yt_shape shape;
     yt__shape_of(&shape, like);
-    return empty_named("empty_like", &shape, dtype, like->device);
+    return yt__empty_named("empty_like", &shape, dtype, like->device);
 }
 
 yt_tensor *
@@ -230,7 +230,7 @@ yt_tensor_from_data(const void *data, const int64_t *sizes, int ndim, yt_dtype d
                             (long long)sizes[i]);
         shape.sizes[i] = sizes[i];
     }
-    yt_tensor *t = empty_named(op, &shape, dtype, YT_DEVICE_CPU);
+    yt_tensor *t = yt__empty_named(op, &shape, dtype, YT_DEVICE_CPU);
     if (t == NULL)
         return NULL;
     if (t->numel > 0 && data == NULL) {
@@ -263,7 +263,7 @@ yt_scalar_tensor(yt_scalar value, yt_dtype dtype)
     if ((unsigned)dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dtype);
     yt_shape shape = {.dim = 0};
-    yt_tensor *t = empty_named(op, &shape, dtype, YT_DEVICE_CPU);
+    yt_tensor *t = yt__empty_named(op, &shape, dtype, YT_DEVICE_CPU);
     if (t == NULL)
         return NULL;
     /* Convert through the copy loops, so the scalar rounds exactly as a cast would. */

@@ -249,7 +249,7 @@ def test_tensor_lists(tmp_path):
     c = flat(files["generated/ops_shape.c"])
     assert 'if (tensors_len == 0) return yt__fail(YT_ERR_VALUE, "fxcat: expected a non-empty list of tensors in ' \
         'tensors");' in c
-    assert 'if (tensors[i] == NULL) return yt__null_arg("fxcat", "tensors");' in c
+    assert 'if (tensors[i] == NULL) return yt__null_elem("fxcat", "tensors", i);' in c
     assert "yt_dtype compute_dtype = yt__result_type(tensors_len, tensors, 0, NULL);" in c
     assert 'yt__wrap_dim(&dim, tensors[0]->dim, "fxcat", "dim")' in c
     assert "bool recording = yt__any_requires_grad(tensors_len, tensors);" in c

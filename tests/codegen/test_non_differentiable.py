@@ -68,7 +68,7 @@ def test_the_function_refuses_them_and_records_no_edge_for_them():
         assert (f'if (yt__any_requires_grad(1, &{arg})) return yt__fail(YT_ERR_VALUE, "weigh: {arg} requires '
                 f'grad, but weigh is not differentiable with respect to {arg}");') in body
     # refused before anything is computed; only self is a gradient input
-    assert body.index("not differentiable") < body.index("yt__empty(")
+    assert body.index("not differentiable") < body.index("yt__empty_named(")
     assert "bool recording = yt__any_requires_grad(1, &self);" in body
     assert lo.record_lines() == ["yt__node_set_edge(&node->base, 0, self);"]
     doc = " ".join(next(f for f in lo.functions() if f.name == "yt_weigh_ex").doc)

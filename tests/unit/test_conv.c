@@ -426,6 +426,19 @@ Test(adaptive_avg_pool2d, uneven_windows)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* A result too large to allocate is reported in the op's name, not the allocator's. */
+Test(adaptive_avg_pool2d, huge_output_size_names_the_op)
+{
+    int64_t xs[3] = {1, 4, 4}, os[2] = {INT64_MAX / 4, INT64_MAX / 4};
+    yt_tensor *x = yt_ones(xs, 3);
+    cr_assert_null(yt_adaptive_avg_pool2d(x, os, 2));
+    YT_ASSERT_ERROR(YT_ERR_NOMEM, "adaptive_avg_pool2d: a f32 tensor of shape [1, "
+                                  "2305843009213693951, 2305843009213693951] needs more than 2^63 "
+                                  "bytes");
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(max_pool2d_backward, scatters_at_indices_and_checks_them)
 {
     double g[4] = {1, 2, 3, 4};

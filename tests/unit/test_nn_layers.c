@@ -471,6 +471,14 @@ Test(nn_layers, convolution_constructor_errors_name_the_option)
     cr_assert_null(yt_conv_transpose2d_new(&t));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "conv_transpose2d_new: output_padding[1]=1 must be >= 0 and "
                                   "smaller than stride[1]=1 or dilation[1]=1");
+    /* a parameter too large to make is named with its layer (not as empty's failure) */
+    o = yt_conv2d_options_default(1LL << 30, 1LL << 30, 1 << 20);
+    cr_assert_null(yt_conv2d_new(&o));
+    YT_ASSERT_ERROR(YT_ERR_NOMEM, "Conv2d: parameter 'weight': size [1073741824, 1073741824, "
+                                  "1048576, 1048576] has too many elements (overflows int64)");
+    cr_assert_null(yt_batch_norm2d_new(1LL << 62, 1e-5, 0.1, true, true));
+    YT_ASSERT_ERROR(YT_ERR_NOMEM, "BatchNorm2d: parameter 'weight': a f32 tensor of shape "
+                                  "[4611686018427387904] needs more than 2^63 bytes");
 
     /* input checks at forward time name the layer */
     o = yt_conv2d_options_default(3, 4, 3);

@@ -251,6 +251,13 @@ Test(shape, cat_stack_split)
     cr_assert_null(yt_cat(mismatch, 2));
     YT_ASSERT_ERROR(YT_ERR_SHAPE, "cat: sizes of tensors must match except in dimension 0: "
                                   "expected size 3 but got size 4 for tensor number 1");
+    yt_tensor *with_null[3] = {a, NULL, a};
+    yt_clear_error(); /* a NULL entry keeps an earlier error: it may be that error's result */
+    cr_assert_null(yt_cat(with_null, 3));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "cat: tensors[1] is NULL");
+    yt_clear_error();
+    cr_assert_null(yt_stack_ex(with_null, 3, 0));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "stack: tensors[1] is NULL");
     yt_tensor *st = yt_stack_ex(list, 2, 1);
     const double stwant[12] = {0, 1, 2, 0, 2, 4, 3, 4, 5, 1, 3, 5};
     const int64_t sts[3] = {2, 2, 3};
