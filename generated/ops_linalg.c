@@ -20,12 +20,16 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
         return yt__null_arg("mm", "self"); /* keeps an earlier error */
     if (mat2 == NULL)
         return yt__null_arg("mm", "mat2"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "mm: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "mm: mat2 has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(mat2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "mm: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "mm: mat2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(mat2->dtype));
     if (mat2->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "mm: mat2 is on %s but self is on %s",
                         yt_device_name(mat2->device), yt_device_name(self->device));
@@ -75,14 +79,16 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
         return yt__null_status("mm_out", "self"); /* keeps an earlier error */
     if (mat2 == NULL)
         return yt__null_status("mm_out", "mat2"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "mm_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "mm_out: mat2 has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(mat2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "mm_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "mm_out: mat2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(mat2->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "mm_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -135,7 +141,7 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:1362 */
+ * from ops.yaml:1365 */
 yt_tensor *
 yt_matmul(yt_tensor *self, yt_tensor *other)
 {
@@ -143,12 +149,16 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
         return yt__null_arg("matmul", "self"); /* keeps an earlier error */
     if (other == NULL)
         return yt__null_arg("matmul", "other"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "matmul: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "matmul: other has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(other->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "matmul: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "matmul: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
     if (other->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "matmul: other is on %s but self is on %s",
                         yt_device_name(other->device), yt_device_name(self->device));
@@ -166,7 +176,7 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1387; backward from derivatives.yaml:441 */
+ * from ops.yaml:1391; backward from derivatives.yaml:441 */
 yt_tensor *
 yt_bmm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -174,12 +184,16 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
         return yt__null_arg("bmm", "self"); /* keeps an earlier error */
     if (mat2 == NULL)
         return yt__null_arg("bmm", "mat2"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "bmm: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "bmm: mat2 has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(mat2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "bmm: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "bmm: mat2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(mat2->dtype));
     if (mat2->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "bmm: mat2 is on %s but self is on %s",
                         yt_device_name(mat2->device), yt_device_name(self->device));
@@ -224,7 +238,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1387; backward from derivatives.yaml:441 */
+ * from ops.yaml:1391; backward from derivatives.yaml:441 */
 yt_status
 yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -234,14 +248,16 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
         return yt__null_status("bmm_out", "self"); /* keeps an earlier error */
     if (mat2 == NULL)
         return yt__null_status("bmm_out", "mat2"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "bmm_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "bmm_out: mat2 has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(mat2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "bmm_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "bmm_out: mat2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(mat2->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "bmm_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -299,7 +315,7 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1410; backward from derivatives.yaml:445 */
+ * from ops.yaml:1415; backward from derivatives.yaml:445 */
 yt_tensor *
 yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -307,7 +323,7 @@ yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1410; backward from derivatives.yaml:445 */
+ * from ops.yaml:1415; backward from derivatives.yaml:445 */
 yt_tensor *
 yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, yt_scalar alpha)
 {
@@ -322,15 +338,21 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
     if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "addmm: alpha has an invalid scalar kind %d",
                         (int)alpha.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "addmm: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(mat1->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "addmm: mat1 has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(mat1->dtype));
-    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "addmm: mat2 has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(mat2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "addmm: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat1->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "addmm: mat1 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(mat1->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "addmm: mat2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(mat2->dtype));
     if (mat1->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "addmm: mat1 is on %s but self is on %s",
                         yt_device_name(mat1->device), yt_device_name(self->device));
@@ -392,7 +414,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1410; backward from derivatives.yaml:445 */
+ * from ops.yaml:1415; backward from derivatives.yaml:445 */
 yt_status
 yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -400,7 +422,7 @@ yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1410; backward from derivatives.yaml:445 */
+ * from ops.yaml:1415; backward from derivatives.yaml:445 */
 yt_status
 yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
                 yt_scalar alpha)
@@ -419,18 +441,21 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
     if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "addmm_out: alpha has an invalid scalar kind %d",
                                (int)alpha.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "addmm_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(mat1->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "addmm_out: mat1 has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(mat1->dtype));
-    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "addmm_out: mat2 has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(mat2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addmm_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat1->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addmm_out: mat1 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(mat1->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "addmm_out: mat2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(mat2->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "addmm_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -505,7 +530,7 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1438; backward from derivatives.yaml:450 */
+ * from ops.yaml:1445; backward from derivatives.yaml:450 */
 yt_tensor *
 yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -513,7 +538,7 @@ yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1438; backward from derivatives.yaml:450 */
+ * from ops.yaml:1445; backward from derivatives.yaml:450 */
 yt_tensor *
 yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar beta,
               yt_scalar alpha)
@@ -530,15 +555,21 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
     if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "baddbmm: alpha has an invalid scalar kind %d",
                         (int)alpha.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "baddbmm: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(batch1->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "baddbmm: batch1 has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(batch1->dtype));
-    if (!(YT_DTYPE_BIT(batch2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "baddbmm: batch2 has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(batch2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "baddbmm: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(batch1->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "baddbmm: batch1 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(batch1->dtype));
+    if (!(YT_DTYPE_BIT(batch2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "baddbmm: batch2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(batch2->dtype));
     if (batch1->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "baddbmm: batch1 is on %s but self is on %s",
                         yt_device_name(batch1->device), yt_device_name(self->device));
@@ -611,7 +642,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1438; backward from derivatives.yaml:450 */
+ * from ops.yaml:1445; backward from derivatives.yaml:450 */
 yt_status
 yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -619,7 +650,7 @@ yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *ba
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1438; backward from derivatives.yaml:450 */
+ * from ops.yaml:1445; backward from derivatives.yaml:450 */
 yt_status
 yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
                   yt_scalar beta, yt_scalar alpha)
@@ -638,18 +669,21 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
     if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
         return yt__fail_status(YT_ERR_VALUE, "baddbmm_out: alpha has an invalid scalar kind %d",
                                (int)alpha.kind);
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "baddbmm_out: self has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(batch1->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "baddbmm_out: batch1 has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(batch1->dtype));
-    if (!(YT_DTYPE_BIT(batch2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "baddbmm_out: batch2 has dtype %s, expected f16, bf16, f32, f64",
-                               yt_dtype_name(batch2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "baddbmm_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(batch1->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "baddbmm_out: batch1 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(batch1->dtype));
+    if (!(YT_DTYPE_BIT(batch2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "baddbmm_out: batch2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(batch2->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "baddbmm_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -739,7 +773,7 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
 }
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
- * from ops.yaml:1470 */
+ * from ops.yaml:1478 */
 yt_tensor *
 yt_dot(yt_tensor *self, yt_tensor *tensor)
 {
@@ -747,12 +781,16 @@ yt_dot(yt_tensor *self, yt_tensor *tensor)
         return yt__null_arg("dot", "self"); /* keeps an earlier error */
     if (tensor == NULL)
         return yt__null_arg("dot", "tensor"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "dot: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(tensor->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "dot: tensor has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(tensor->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "dot: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(tensor->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "dot: tensor has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(tensor->dtype));
     if (tensor->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "dot: tensor is on %s but self is on %s",
                         yt_device_name(tensor->device), yt_device_name(self->device));
@@ -773,7 +811,7 @@ yt_dot(yt_tensor *self, yt_tensor *tensor)
 }
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
- * from ops.yaml:1489 */
+ * from ops.yaml:1498 */
 yt_tensor *
 yt_outer(yt_tensor *self, yt_tensor *vec2)
 {
@@ -781,12 +819,16 @@ yt_outer(yt_tensor *self, yt_tensor *vec2)
         return yt__null_arg("outer", "self"); /* keeps an earlier error */
     if (vec2 == NULL)
         return yt__null_arg("outer", "vec2"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "outer: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(vec2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "outer: vec2 has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(vec2->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "outer: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(vec2->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "outer: vec2 has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(vec2->dtype));
     if (vec2->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "outer: vec2 is on %s but self is on %s",
                         yt_device_name(vec2->device), yt_device_name(self->device));
@@ -804,7 +846,7 @@ yt_outer(yt_tensor *self, yt_tensor *vec2)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1506 */
+ * from ops.yaml:1516 */
 yt_tensor *
 yt_linear(yt_tensor *input, yt_tensor *weight)
 {
@@ -812,7 +854,7 @@ yt_linear(yt_tensor *input, yt_tensor *weight)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1506 */
+ * from ops.yaml:1516 */
 yt_tensor *
 yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
 {
@@ -820,15 +862,21 @@ yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
         return yt__null_arg("linear", "input"); /* keeps an earlier error */
     if (weight == NULL)
         return yt__null_arg("linear", "weight"); /* keeps an earlier error */
-    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "linear: input has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(input->dtype));
-    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "linear: weight has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(weight->dtype));
-    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "linear: bias has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(bias->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "linear: input has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "linear: weight has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "linear: bias has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(bias->dtype));
     if (weight->device != input->device)
         return yt__fail(YT_ERR_DEVICE, "linear: weight is on %s but input is on %s",
                         yt_device_name(weight->device), yt_device_name(input->device));

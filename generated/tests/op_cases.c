@@ -11329,73 +11329,85 @@ out_mm_1193(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_1194(yt_tensor *const *inputs, void *ctx)
+call_mm_1194(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1195(yt_tensor *const *inputs, void *ctx)
+out_mm_1195(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_mm_1196(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1196(yt_tensor *const *inputs, void *ctx)
+out_mm_1197(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_mm_1198(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1197(yt_tensor *const *inputs, void *ctx)
+out_mm_1199(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_mm_1200(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1198(yt_tensor *const *inputs, void *ctx)
+error_mm_1201(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
+    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1199(yt_tensor *const *inputs, void *ctx)
+error_mm_1202(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
+    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1200(yt_tensor *const *inputs, void *ctx)
+error_mm_1203(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1201(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1202(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1203(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
+    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11434,35 +11446,84 @@ call_matmul_1208(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_1209(yt_tensor *const *inputs, void *ctx)
+call_matmul_1209(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1210(yt_tensor *const *inputs, void *ctx)
+call_matmul_1210(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1211(yt_tensor *const *inputs, void *ctx)
+call_matmul_1211(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_1212(yt_tensor *const *inputs, void *ctx)
+call_matmul_1212(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_1213(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_1214(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_1215(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_1216(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_1217(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_1218(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_bmm_1219(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1213(yt_tensor *const *inputs, void *ctx)
+out_bmm_1220(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11473,14 +11534,14 @@ out_bmm_1213(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1214(yt_tensor *const *inputs, void *ctx)
+call_bmm_1221(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1215(yt_tensor *const *inputs, void *ctx)
+out_bmm_1222(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11491,14 +11552,14 @@ out_bmm_1215(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1216(yt_tensor *const *inputs, void *ctx)
+call_bmm_1223(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1217(yt_tensor *const *inputs, void *ctx)
+out_bmm_1224(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11509,14 +11570,14 @@ out_bmm_1217(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1218(yt_tensor *const *inputs, void *ctx)
+call_bmm_1225(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1219(yt_tensor *const *inputs, void *ctx)
+out_bmm_1226(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11527,49 +11588,67 @@ out_bmm_1219(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_1220(yt_tensor *const *inputs, void *ctx)
+call_bmm_1227(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1221(yt_tensor *const *inputs, void *ctx)
+out_bmm_1228(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_bmm_1229(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1222(yt_tensor *const *inputs, void *ctx)
+error_bmm_1230(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1223(yt_tensor *const *inputs, void *ctx)
+error_bmm_1231(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1224(yt_tensor *const *inputs, void *ctx)
+error_bmm_1232(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_1225(yt_tensor *const *inputs, void *ctx)
+error_bmm_1233(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_1234(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_1226(yt_tensor *const *inputs, void *ctx)
+out_addmm_1235(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11581,14 +11660,14 @@ out_addmm_1226(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1227(yt_tensor *const *inputs, void *ctx)
+call_addmm_1236(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1228(yt_tensor *const *inputs, void *ctx)
+out_addmm_1237(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11600,14 +11679,14 @@ out_addmm_1228(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1229(yt_tensor *const *inputs, void *ctx)
+call_addmm_1238(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1230(yt_tensor *const *inputs, void *ctx)
+out_addmm_1239(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11619,14 +11698,14 @@ out_addmm_1230(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1231(yt_tensor *const *inputs, void *ctx)
+call_addmm_1240(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1232(yt_tensor *const *inputs, void *ctx)
+out_addmm_1241(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11638,14 +11717,14 @@ out_addmm_1232(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1233(yt_tensor *const *inputs, void *ctx)
+call_addmm_1242(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1234(yt_tensor *const *inputs, void *ctx)
+out_addmm_1243(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11657,63 +11736,101 @@ out_addmm_1234(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_1235(yt_tensor *const *inputs, void *ctx)
+call_addmm_1244(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(-3));
+}
+
+static yt_tensor *
+out_addmm_1245(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(-3)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_1246(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1236(yt_tensor *const *inputs, void *ctx)
+out_addmm_1247(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addmm_1248(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1237(yt_tensor *const *inputs, void *ctx)
+error_addmm_1249(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1238(yt_tensor *const *inputs, void *ctx)
+error_addmm_1250(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1239(yt_tensor *const *inputs, void *ctx)
+error_addmm_1251(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1240(yt_tensor *const *inputs, void *ctx)
+error_addmm_1252(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1241(yt_tensor *const *inputs, void *ctx)
+error_addmm_1253(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_1254(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_1242(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1255(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_1243(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1256(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -11725,14 +11842,14 @@ out_baddbmm_1243(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1244(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1257(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1245(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1258(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11744,14 +11861,14 @@ out_baddbmm_1245(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1246(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1259(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1247(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1260(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11763,14 +11880,14 @@ out_baddbmm_1247(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1248(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1261(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1249(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1262(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11782,14 +11899,14 @@ out_baddbmm_1249(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1250(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1263(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1251(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1264(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11801,441 +11918,481 @@ out_baddbmm_1251(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_1252(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1265(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(0), yt_int(2));
+}
+
+static yt_tensor *
+out_baddbmm_1266(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(0), yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_baddbmm_1267(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1253(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1268(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1254(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1269(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1255(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1270(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1256(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1271(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1257(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1272(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1258(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1273(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1259(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1274(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1260(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1275(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_1261(yt_tensor *const *inputs, void *ctx)
+call_dot_1276(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1262(yt_tensor *const *inputs, void *ctx)
+call_dot_1277(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1263(yt_tensor *const *inputs, void *ctx)
+call_dot_1278(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1264(yt_tensor *const *inputs, void *ctx)
+call_dot_1279(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1265(yt_tensor *const *inputs, void *ctx)
+error_dot_1280(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1266(yt_tensor *const *inputs, void *ctx)
+error_dot_1281(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1267(yt_tensor *const *inputs, void *ctx)
+error_dot_1282(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1268(yt_tensor *const *inputs, void *ctx)
+error_dot_1283(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_1284(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1269(yt_tensor *const *inputs, void *ctx)
+call_outer_1285(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1270(yt_tensor *const *inputs, void *ctx)
+call_outer_1286(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1271(yt_tensor *const *inputs, void *ctx)
+call_outer_1287(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1272(yt_tensor *const *inputs, void *ctx)
+error_outer_1288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1273(yt_tensor *const *inputs, void *ctx)
+error_outer_1289(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_linear_1274(yt_tensor *const *inputs, void *ctx)
+error_outer_1290(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_linear_1291(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_1275(yt_tensor *const *inputs, void *ctx)
+call_linear_1292(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_1276(yt_tensor *const *inputs, void *ctx)
+call_linear_1293(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_1277(yt_tensor *const *inputs, void *ctx)
+call_linear_1294(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_1278(yt_tensor *const *inputs, void *ctx)
+call_linear_1295(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_1279(yt_tensor *const *inputs, void *ctx)
+call_linear_1296(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_1280(yt_tensor *const *inputs, void *ctx)
+call_linear_1297(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_1281(yt_tensor *const *inputs, void *ctx)
+call_linear_1298(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_1282(yt_tensor *const *inputs, void *ctx)
+call_linear_1299(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_1283(yt_tensor *const *inputs, void *ctx)
+call_linear_1300(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_1284(yt_tensor *const *inputs, void *ctx)
+call_linear_1301(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_1285(yt_tensor *const *inputs, void *ctx)
+call_linear_1302(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_linear_1286(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-error_linear_1287(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-error_linear_1288(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-error_linear_1289(yt_tensor *const *inputs, void *ctx)
+call_linear_1303(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_linear_1290(yt_tensor *const *inputs, void *ctx)
+error_linear_1304(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1305(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1306(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1307(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1291(yt_tensor *const *inputs, void *ctx)
+error_linear_1308(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_mm_mat1_backward_1309(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1292(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1310(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1293(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1311(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1294(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1312(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1295(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1296(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1297(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1315(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1298(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1299(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1317(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1300(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1318(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1301(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1319(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1302(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1320(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1303(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1304(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1305(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1306(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_t_1307(yt_tensor *const *inputs, void *ctx)
+call_t_1325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_1308(yt_tensor *const *inputs, void *ctx)
+call_t_1326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_1309(yt_tensor *const *inputs, void *ctx)
+error_t_1327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_1310(yt_tensor *const *inputs, void *ctx)
+call_transpose_1328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_1311(yt_tensor *const *inputs, void *ctx)
+call_transpose_1329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_1312(yt_tensor *const *inputs, void *ctx)
+error_transpose_1330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_1313(yt_tensor *const *inputs, void *ctx)
+error_transpose_1331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_1314(yt_tensor *const *inputs, void *ctx)
+call_permute_1332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -12243,7 +12400,7 @@ call_permute_1314(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1315(yt_tensor *const *inputs, void *ctx)
+error_permute_1333(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12251,7 +12408,7 @@ error_permute_1315(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1316(yt_tensor *const *inputs, void *ctx)
+error_permute_1334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12259,7 +12416,7 @@ error_permute_1316(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1317(yt_tensor *const *inputs, void *ctx)
+call_view_1335(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -12267,7 +12424,7 @@ call_view_1317(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1318(yt_tensor *const *inputs, void *ctx)
+call_view_1336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -12275,7 +12432,7 @@ call_view_1318(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1319(yt_tensor *const *inputs, void *ctx)
+call_reshape_1337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -12283,7 +12440,7 @@ call_reshape_1319(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1320(yt_tensor *const *inputs, void *ctx)
+call_reshape_1338(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -12291,7 +12448,7 @@ call_reshape_1320(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1321(yt_tensor *const *inputs, void *ctx)
+call_expand_1339(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12299,7 +12456,7 @@ call_expand_1321(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1322(yt_tensor *const *inputs, void *ctx)
+call_expand_1340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12307,168 +12464,168 @@ call_expand_1322(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1323(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1341(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1324(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1325(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1326(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1344(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1327(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1345(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1328(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1329(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1330(yt_tensor *const *inputs, void *ctx)
+call_slice_1348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1331(yt_tensor *const *inputs, void *ctx)
+call_slice_1349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1332(yt_tensor *const *inputs, void *ctx)
+error_slice_1350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1333(yt_tensor *const *inputs, void *ctx)
+error_slice_1351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1334(yt_tensor *const *inputs, void *ctx)
+call_select_1352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1335(yt_tensor *const *inputs, void *ctx)
+call_select_1353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1336(yt_tensor *const *inputs, void *ctx)
+error_select_1354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1337(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_flatten_1338(yt_tensor *const *inputs, void *ctx)
+call_flatten_1356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 2);
 }
 
 static yt_tensor *
-call_flatten_1339(yt_tensor *const *inputs, void *ctx)
+call_flatten_1357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-call_flatten_1340(yt_tensor *const *inputs, void *ctx)
+call_flatten_1358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-call_flatten_1341(yt_tensor *const *inputs, void *ctx)
+call_flatten_1359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_flatten_1342(yt_tensor *const *inputs, void *ctx)
+call_flatten_1360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-error_flatten_1343(yt_tensor *const *inputs, void *ctx)
+error_flatten_1361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 2, 1);
 }
 
 static yt_tensor *
-error_flatten_1344(yt_tensor *const *inputs, void *ctx)
+error_flatten_1362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 7, 2);
 }
 
 static yt_tensor *
-error_flatten_1345(yt_tensor *const *inputs, void *ctx)
+error_flatten_1363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 7);
 }
 
 static yt_tensor *
-call_unflatten_1346(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12476,7 +12633,7 @@ call_unflatten_1346(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1347(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {-1, 2};
@@ -12484,7 +12641,7 @@ call_unflatten_1347(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1348(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3, 2};
@@ -12492,7 +12649,7 @@ call_unflatten_1348(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1349(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {0, 5};
@@ -12500,7 +12657,7 @@ call_unflatten_1349(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1350(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1368(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {1};
@@ -12508,14 +12665,14 @@ error_unflatten_1350(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1351(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unflatten(inputs[0], 0, NULL, 0);
 }
 
 static yt_tensor *
-error_unflatten_1352(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12523,7 +12680,7 @@ error_unflatten_1352(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1353(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1371(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12531,7 +12688,7 @@ call_broadcast_to_1353(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1354(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12539,7 +12696,7 @@ call_broadcast_to_1354(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1355(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 5};
@@ -12547,7 +12704,7 @@ call_broadcast_to_1355(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1356(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1374(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 0};
@@ -12555,56 +12712,56 @@ call_broadcast_to_1356(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_narrow_1357(yt_tensor *const *inputs, void *ctx)
+call_narrow_1375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 1, 3);
 }
 
 static yt_tensor *
-call_narrow_1358(yt_tensor *const *inputs, void *ctx)
+call_narrow_1376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, -3, 2);
 }
 
 static yt_tensor *
-call_narrow_1359(yt_tensor *const *inputs, void *ctx)
+call_narrow_1377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 2, 0);
 }
 
 static yt_tensor *
-call_narrow_1360(yt_tensor *const *inputs, void *ctx)
+call_narrow_1378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, 3, 0);
 }
 
 static yt_tensor *
-error_narrow_1361(yt_tensor *const *inputs, void *ctx)
+error_narrow_1379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, 1);
 }
 
 static yt_tensor *
-error_narrow_1362(yt_tensor *const *inputs, void *ctx)
+error_narrow_1380(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, -1);
 }
 
 static yt_tensor *
-error_narrow_1363(yt_tensor *const *inputs, void *ctx)
+error_narrow_1381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 7, 1, 3);
 }
 
 static yt_tensor *
-call_repeat_1364(yt_tensor *const *inputs, void *ctx)
+call_repeat_1382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12612,7 +12769,7 @@ call_repeat_1364(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1365(yt_tensor *const *inputs, void *ctx)
+call_repeat_1383(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 1, 2};
@@ -12620,7 +12777,7 @@ call_repeat_1365(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1366(yt_tensor *const *inputs, void *ctx)
+call_repeat_1384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {1, 3};
@@ -12628,7 +12785,7 @@ call_repeat_1366(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1367(yt_tensor *const *inputs, void *ctx)
+call_repeat_1385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12636,7 +12793,7 @@ call_repeat_1367(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1368(yt_tensor *const *inputs, void *ctx)
+call_repeat_1386(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {3};
@@ -12644,7 +12801,7 @@ call_repeat_1368(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1369(yt_tensor *const *inputs, void *ctx)
+call_repeat_1387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {0};
@@ -12652,7 +12809,7 @@ call_repeat_1369(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_repeat_1370(yt_tensor *const *inputs, void *ctx)
+error_repeat_1388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2};
@@ -12660,7 +12817,7 @@ error_repeat_1370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1371(yt_tensor *const *inputs, void *ctx)
+call_flip_1389(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12668,7 +12825,7 @@ call_flip_1371(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1372(yt_tensor *const *inputs, void *ctx)
+call_flip_1390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0, -1};
@@ -12676,7 +12833,7 @@ call_flip_1372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1373(yt_tensor *const *inputs, void *ctx)
+call_flip_1391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -12684,7 +12841,7 @@ call_flip_1373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1374(yt_tensor *const *inputs, void *ctx)
+call_flip_1392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -12692,14 +12849,14 @@ call_flip_1374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1375(yt_tensor *const *inputs, void *ctx)
+call_flip_1393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flip(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_flip_1376(yt_tensor *const *inputs, void *ctx)
+error_flip_1394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12707,7 +12864,7 @@ error_flip_1376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1377(yt_tensor *const *inputs, void *ctx)
+call_roll_1395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12716,7 +12873,7 @@ call_roll_1377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1378(yt_tensor *const *inputs, void *ctx)
+call_roll_1396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {-5};
@@ -12724,7 +12881,7 @@ call_roll_1378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1379(yt_tensor *const *inputs, void *ctx)
+call_roll_1397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1, 2};
@@ -12733,7 +12890,7 @@ call_roll_1379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1380(yt_tensor *const *inputs, void *ctx)
+call_roll_1398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {2};
@@ -12742,7 +12899,7 @@ call_roll_1380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1381(yt_tensor *const *inputs, void *ctx)
+call_roll_1399(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12751,14 +12908,14 @@ call_roll_1381(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_roll_1382(yt_tensor *const *inputs, void *ctx)
+error_roll_1400(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
 }
 
 static yt_tensor *
-error_roll_1383(yt_tensor *const *inputs, void *ctx)
+error_roll_1401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12767,91 +12924,91 @@ error_roll_1383(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tril_1384(yt_tensor *const *inputs, void *ctx)
+call_tril_1402(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_1385(yt_tensor *const *inputs, void *ctx)
+call_tril_1403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_tril_1386(yt_tensor *const *inputs, void *ctx)
+call_tril_1404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_tril_1387(yt_tensor *const *inputs, void *ctx)
+call_tril_1405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_1388(yt_tensor *const *inputs, void *ctx)
+call_tril_1406(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -7);
 }
 
 static yt_tensor *
-error_tril_1389(yt_tensor *const *inputs, void *ctx)
+error_tril_1407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1390(yt_tensor *const *inputs, void *ctx)
+call_triu_1408(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1391(yt_tensor *const *inputs, void *ctx)
+call_triu_1409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_triu_1392(yt_tensor *const *inputs, void *ctx)
+call_triu_1410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_triu_1393(yt_tensor *const *inputs, void *ctx)
+call_triu_1411(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1394(yt_tensor *const *inputs, void *ctx)
+call_triu_1412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 9);
 }
 
 static yt_tensor *
-error_triu_1395(yt_tensor *const *inputs, void *ctx)
+error_triu_1413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_pad_1396(yt_tensor *const *inputs, void *ctx)
+call_pad_1414(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12859,7 +13016,7 @@ call_pad_1396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1397(yt_tensor *const *inputs, void *ctx)
+call_pad_1415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 0, -1, 2};
@@ -12868,7 +13025,7 @@ call_pad_1397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1398(yt_tensor *const *inputs, void *ctx)
+call_pad_1416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1, 1, 1};
@@ -12876,7 +13033,7 @@ call_pad_1398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1399(yt_tensor *const *inputs, void *ctx)
+call_pad_1417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 1};
@@ -12884,7 +13041,7 @@ call_pad_1399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1400(yt_tensor *const *inputs, void *ctx)
+call_pad_1418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1};
@@ -12892,7 +13049,7 @@ call_pad_1400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1401(yt_tensor *const *inputs, void *ctx)
+call_pad_1419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2, 3, 1};
@@ -12900,7 +13057,7 @@ call_pad_1401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1402(yt_tensor *const *inputs, void *ctx)
+call_pad_1420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 3};
@@ -12908,7 +13065,7 @@ call_pad_1402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1403(yt_tensor *const *inputs, void *ctx)
+call_pad_1421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12916,7 +13073,7 @@ call_pad_1403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pad_1404(yt_tensor *const *inputs, void *ctx)
+error_pad_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -12924,7 +13081,7 @@ error_pad_1404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1405(yt_tensor *const *inputs, void *ctx)
+call_cat_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12932,7 +13089,7 @@ call_cat_1405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1406(yt_tensor *const *inputs, void *ctx)
+out_cat_1424(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12944,7 +13101,7 @@ out_cat_1406(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1407(yt_tensor *const *inputs, void *ctx)
+call_cat_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -12952,7 +13109,7 @@ call_cat_1407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1408(yt_tensor *const *inputs, void *ctx)
+out_cat_1426(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12964,7 +13121,7 @@ out_cat_1408(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1409(yt_tensor *const *inputs, void *ctx)
+call_cat_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -12972,7 +13129,7 @@ call_cat_1409(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1410(yt_tensor *const *inputs, void *ctx)
+out_cat_1428(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -12984,7 +13141,7 @@ out_cat_1410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1411(yt_tensor *const *inputs, void *ctx)
+call_cat_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -12992,7 +13149,7 @@ call_cat_1411(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1412(yt_tensor *const *inputs, void *ctx)
+out_cat_1430(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13004,7 +13161,7 @@ out_cat_1412(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1413(yt_tensor *const *inputs, void *ctx)
+call_cat_1431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13012,7 +13169,7 @@ call_cat_1413(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1414(yt_tensor *const *inputs, void *ctx)
+out_cat_1432(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13024,7 +13181,7 @@ out_cat_1414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1415(yt_tensor *const *inputs, void *ctx)
+call_stack_1433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13032,7 +13189,7 @@ call_stack_1415(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1416(yt_tensor *const *inputs, void *ctx)
+call_stack_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13040,7 +13197,7 @@ call_stack_1416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1417(yt_tensor *const *inputs, void *ctx)
+call_stack_1435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13048,7 +13205,7 @@ call_stack_1417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1418(yt_tensor *const *inputs, void *ctx)
+call_stack_1436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13056,7 +13213,7 @@ call_stack_1418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1419(yt_tensor *const *inputs, void *ctx)
+call_stack_1437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13087,7 +13244,7 @@ weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
 }
 
 static yt_tensor *
-call_split_1420(yt_tensor *const *inputs, void *ctx)
+call_split_1438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13097,7 +13254,7 @@ call_split_1420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1421(yt_tensor *const *inputs, void *ctx)
+error_split_1439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13106,7 +13263,7 @@ error_split_1421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1422(yt_tensor *const *inputs, void *ctx)
+call_split_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13116,7 +13273,7 @@ call_split_1422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1423(yt_tensor *const *inputs, void *ctx)
+error_split_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13125,7 +13282,7 @@ error_split_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1424(yt_tensor *const *inputs, void *ctx)
+call_split_1442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13135,7 +13292,7 @@ call_split_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1425(yt_tensor *const *inputs, void *ctx)
+error_split_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13144,7 +13301,7 @@ error_split_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1426(yt_tensor *const *inputs, void *ctx)
+call_split_1444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13154,7 +13311,7 @@ call_split_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1427(yt_tensor *const *inputs, void *ctx)
+error_split_1445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13163,7 +13320,7 @@ error_split_1427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1428(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13175,7 +13332,7 @@ call_split_with_sizes_1428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1429(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13185,7 +13342,7 @@ error_split_with_sizes_1429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1430(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13197,7 +13354,7 @@ call_split_with_sizes_1430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1431(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13207,7 +13364,7 @@ error_split_with_sizes_1431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1432(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13219,7 +13376,7 @@ call_split_with_sizes_1432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1433(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13229,7 +13386,7 @@ error_split_with_sizes_1433(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1434(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13241,7 +13398,7 @@ call_split_with_sizes_1434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1435(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13251,7 +13408,7 @@ error_split_with_sizes_1435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1436(yt_tensor *const *inputs, void *ctx)
+call_chunk_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13261,7 +13418,7 @@ call_chunk_1436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1437(yt_tensor *const *inputs, void *ctx)
+error_chunk_1455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13270,7 +13427,7 @@ error_chunk_1437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1438(yt_tensor *const *inputs, void *ctx)
+call_chunk_1456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13280,7 +13437,7 @@ call_chunk_1438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1439(yt_tensor *const *inputs, void *ctx)
+error_chunk_1457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13289,7 +13446,7 @@ error_chunk_1439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1440(yt_tensor *const *inputs, void *ctx)
+call_chunk_1458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13299,7 +13456,7 @@ call_chunk_1440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1441(yt_tensor *const *inputs, void *ctx)
+error_chunk_1459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13308,7 +13465,7 @@ error_chunk_1441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1442(yt_tensor *const *inputs, void *ctx)
+call_chunk_1460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13318,7 +13475,7 @@ call_chunk_1442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1443(yt_tensor *const *inputs, void *ctx)
+error_chunk_1461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13327,7 +13484,7 @@ error_chunk_1443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1444(yt_tensor *const *inputs, void *ctx)
+call_unbind_1462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13337,7 +13494,7 @@ call_unbind_1444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1445(yt_tensor *const *inputs, void *ctx)
+error_unbind_1463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13346,7 +13503,7 @@ error_unbind_1445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1446(yt_tensor *const *inputs, void *ctx)
+call_unbind_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13356,7 +13513,7 @@ call_unbind_1446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1447(yt_tensor *const *inputs, void *ctx)
+error_unbind_1465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13365,7 +13522,7 @@ error_unbind_1447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1448(yt_tensor *const *inputs, void *ctx)
+call_unbind_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13375,7 +13532,7 @@ call_unbind_1448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1449(yt_tensor *const *inputs, void *ctx)
+error_unbind_1467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13384,7 +13541,7 @@ error_unbind_1449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1450(yt_tensor *const *inputs, void *ctx)
+call_unbind_1468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13394,7 +13551,7 @@ call_unbind_1450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1451(yt_tensor *const *inputs, void *ctx)
+error_unbind_1469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13403,14 +13560,14 @@ error_unbind_1451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1452(yt_tensor *const *inputs, void *ctx)
+call_index_select_1470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1453(yt_tensor *const *inputs, void *ctx)
+out_index_select_1471(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13421,14 +13578,14 @@ out_index_select_1453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1454(yt_tensor *const *inputs, void *ctx)
+call_index_select_1472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1455(yt_tensor *const *inputs, void *ctx)
+out_index_select_1473(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13439,14 +13596,14 @@ out_index_select_1455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1456(yt_tensor *const *inputs, void *ctx)
+call_index_select_1474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1457(yt_tensor *const *inputs, void *ctx)
+out_index_select_1475(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13457,14 +13614,14 @@ out_index_select_1457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1458(yt_tensor *const *inputs, void *ctx)
+call_index_select_1476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1459(yt_tensor *const *inputs, void *ctx)
+out_index_select_1477(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13475,14 +13632,14 @@ out_index_select_1459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1460(yt_tensor *const *inputs, void *ctx)
+call_index_select_1478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1461(yt_tensor *const *inputs, void *ctx)
+out_index_select_1479(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13493,14 +13650,14 @@ out_index_select_1461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1462(yt_tensor *const *inputs, void *ctx)
+call_index_select_1480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1463(yt_tensor *const *inputs, void *ctx)
+out_index_select_1481(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13511,28 +13668,28 @@ out_index_select_1463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_1464(yt_tensor *const *inputs, void *ctx)
+error_index_select_1482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_1465(yt_tensor *const *inputs, void *ctx)
+error_index_select_1483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_1466(yt_tensor *const *inputs, void *ctx)
+call_index_add_1484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1467(yt_tensor *const *inputs, void *ctx)
+out_index_add_1485(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13544,14 +13701,14 @@ out_index_add_1467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1468(yt_tensor *const *inputs, void *ctx)
+call_index_add_1486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_1469(yt_tensor *const *inputs, void *ctx)
+out_index_add_1487(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13563,14 +13720,14 @@ out_index_add_1469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1470(yt_tensor *const *inputs, void *ctx)
+call_index_add_1488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1471(yt_tensor *const *inputs, void *ctx)
+out_index_add_1489(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13582,14 +13739,14 @@ out_index_add_1471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1472(yt_tensor *const *inputs, void *ctx)
+call_index_add_1490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1473(yt_tensor *const *inputs, void *ctx)
+out_index_add_1491(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13601,14 +13758,14 @@ out_index_add_1473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1474(yt_tensor *const *inputs, void *ctx)
+call_index_add_1492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1475(yt_tensor *const *inputs, void *ctx)
+out_index_add_1493(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13620,28 +13777,28 @@ out_index_add_1475(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_1476(yt_tensor *const *inputs, void *ctx)
+error_index_add_1494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_1477(yt_tensor *const *inputs, void *ctx)
+error_index_add_1495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_1478(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1479(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1497(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13652,14 +13809,14 @@ out_index_copy_1479(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1480(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1481(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1499(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13670,14 +13827,14 @@ out_index_copy_1481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1482(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1483(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1501(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13688,28 +13845,28 @@ out_index_copy_1483(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_1484(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_1485(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_1486(yt_tensor *const *inputs, void *ctx)
+call_gather_1504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1487(yt_tensor *const *inputs, void *ctx)
+out_gather_1505(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13720,14 +13877,14 @@ out_gather_1487(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1488(yt_tensor *const *inputs, void *ctx)
+call_gather_1506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1489(yt_tensor *const *inputs, void *ctx)
+out_gather_1507(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13738,14 +13895,14 @@ out_gather_1489(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1490(yt_tensor *const *inputs, void *ctx)
+call_gather_1508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1491(yt_tensor *const *inputs, void *ctx)
+out_gather_1509(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -13756,14 +13913,14 @@ out_gather_1491(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1492(yt_tensor *const *inputs, void *ctx)
+call_gather_1510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1493(yt_tensor *const *inputs, void *ctx)
+out_gather_1511(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13774,14 +13931,14 @@ out_gather_1493(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1494(yt_tensor *const *inputs, void *ctx)
+call_gather_1512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1495(yt_tensor *const *inputs, void *ctx)
+out_gather_1513(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13792,28 +13949,28 @@ out_gather_1495(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_1496(yt_tensor *const *inputs, void *ctx)
+error_gather_1514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_1497(yt_tensor *const *inputs, void *ctx)
+error_gather_1515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_1498(yt_tensor *const *inputs, void *ctx)
+call_scatter_1516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1499(yt_tensor *const *inputs, void *ctx)
+out_scatter_1517(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13824,14 +13981,14 @@ out_scatter_1499(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1500(yt_tensor *const *inputs, void *ctx)
+call_scatter_1518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1501(yt_tensor *const *inputs, void *ctx)
+out_scatter_1519(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13842,14 +13999,14 @@ out_scatter_1501(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1502(yt_tensor *const *inputs, void *ctx)
+call_scatter_1520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1503(yt_tensor *const *inputs, void *ctx)
+out_scatter_1521(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13860,14 +14017,14 @@ out_scatter_1503(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1504(yt_tensor *const *inputs, void *ctx)
+call_scatter_1522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1505(yt_tensor *const *inputs, void *ctx)
+out_scatter_1523(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13878,28 +14035,28 @@ out_scatter_1505(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_1506(yt_tensor *const *inputs, void *ctx)
+error_scatter_1524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_1507(yt_tensor *const *inputs, void *ctx)
+error_scatter_1525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_1508(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_1509(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1527(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -13910,14 +14067,14 @@ out_scatter_value_1509(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1510(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_1511(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1529(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -13928,14 +14085,14 @@ out_scatter_value_1511(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1512(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_1513(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1531(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -13946,28 +14103,28 @@ out_scatter_value_1513(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_1514(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_1515(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_1516(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1517(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1535(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13978,14 +14135,14 @@ out_scatter_add_1517(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1518(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1519(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1537(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13996,14 +14153,14 @@ out_scatter_add_1519(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1520(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1521(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1539(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -14014,14 +14171,14 @@ out_scatter_add_1521(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1522(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1523(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1541(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14032,14 +14189,14 @@ out_scatter_add_1523(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1524(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1525(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1543(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14050,252 +14207,252 @@ out_scatter_add_1525(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_1526(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_1527(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_embedding_1528(yt_tensor *const *inputs, void *ctx)
+call_embedding_1546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1529(yt_tensor *const *inputs, void *ctx)
+call_embedding_1547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1530(yt_tensor *const *inputs, void *ctx)
+call_embedding_1548(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1531(yt_tensor *const *inputs, void *ctx)
+call_embedding_1549(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1532(yt_tensor *const *inputs, void *ctx)
+error_embedding_1550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1533(yt_tensor *const *inputs, void *ctx)
+error_embedding_1551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_1534(yt_tensor *const *inputs, void *ctx)
+error_embedding_1552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1535(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1536(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_1537(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_1538(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_1539(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_1540(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_1541(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_1542(yt_tensor *const *inputs, void *ctx)
+error_one_hot_1560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_nonzero_1543(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1544(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1545(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1546(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_1547(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1548(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1549(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1550(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1551(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1552(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1553(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1554(yt_tensor *const *inputs, void *ctx)
+call_argsort_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_1555(yt_tensor *const *inputs, void *ctx)
+call_argsort_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-call_argsort_1556(yt_tensor *const *inputs, void *ctx)
+call_argsort_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argsort_1557(yt_tensor *const *inputs, void *ctx)
+call_argsort_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_1558(yt_tensor *const *inputs, void *ctx)
+call_argsort_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1559(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], true, -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1560(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], false, 0, true);
 }
 
 static yt_tensor *
-call_index_1561(yt_tensor *const *inputs, void *ctx)
+call_index_1579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14303,7 +14460,7 @@ call_index_1561(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1562(yt_tensor *const *inputs, void *ctx)
+call_index_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14311,7 +14468,7 @@ call_index_1562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1563(yt_tensor *const *inputs, void *ctx)
+call_index_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
@@ -14319,7 +14476,7 @@ call_index_1563(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1564(yt_tensor *const *inputs, void *ctx)
+call_index_1582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14327,7 +14484,7 @@ call_index_1564(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1565(yt_tensor *const *inputs, void *ctx)
+call_index_1583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14335,7 +14492,7 @@ call_index_1565(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1566(yt_tensor *const *inputs, void *ctx)
+call_index_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14343,7 +14500,7 @@ call_index_1566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1567(yt_tensor *const *inputs, void *ctx)
+call_index_put_1585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14351,7 +14508,7 @@ call_index_put_1567(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1568(yt_tensor *const *inputs, void *ctx)
+call_index_put_1586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14359,7 +14516,7 @@ call_index_put_1568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1569(yt_tensor *const *inputs, void *ctx)
+call_index_put_1587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {inputs[1], inputs[2]};
@@ -14367,7 +14524,7 @@ call_index_put_1569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1570(yt_tensor *const *inputs, void *ctx)
+call_index_put_1588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14375,7 +14532,7 @@ call_index_put_1570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1571(yt_tensor *const *inputs, void *ctx)
+call_index_put_1589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14383,7 +14540,7 @@ call_index_put_1571(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1572(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14394,7 +14551,7 @@ call_sort_values_1572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1573(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14405,7 +14562,7 @@ call_sort_indices_1573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1574(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14416,7 +14573,7 @@ call_sort_values_1574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1575(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14427,7 +14584,7 @@ call_sort_indices_1575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1576(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14438,7 +14595,7 @@ call_sort_values_1576(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1577(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14449,7 +14606,7 @@ call_sort_indices_1577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1578(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14460,7 +14617,7 @@ call_sort_values_1578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1579(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14471,7 +14628,7 @@ call_sort_indices_1579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1580(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14482,7 +14639,7 @@ call_sort_values_1580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1581(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14493,7 +14650,7 @@ call_sort_indices_1581(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1582(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14505,7 +14662,7 @@ call_sort_stable_values_1582(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1583(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14517,7 +14674,7 @@ call_sort_stable_indices_1583(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1584(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14529,7 +14686,7 @@ call_sort_stable_values_1584(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1585(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14541,7 +14698,7 @@ call_sort_stable_indices_1585(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1586(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14552,7 +14709,7 @@ call_topk_values_1586(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1587(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14563,7 +14720,7 @@ call_topk_indices_1587(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1588(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14574,7 +14731,7 @@ call_topk_values_1588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1589(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14585,7 +14742,7 @@ call_topk_indices_1589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1590(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14596,7 +14753,7 @@ call_topk_values_1590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1591(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14607,7 +14764,7 @@ call_topk_indices_1591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1592(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14618,7 +14775,7 @@ call_topk_values_1592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1593(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14629,7 +14786,7 @@ call_topk_indices_1593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1594(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14640,7 +14797,7 @@ call_topk_values_1594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1595(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14651,7 +14808,7 @@ call_topk_indices_1595(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14661,7 +14818,7 @@ call_avg_pool2d_1596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14671,7 +14828,7 @@ call_avg_pool2d_1597(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -14681,7 +14838,7 @@ call_avg_pool2d_1598(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1599(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14689,7 +14846,7 @@ call_avg_pool2d_1599(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1600(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14697,7 +14854,7 @@ error_avg_pool2d_1600(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1601(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
@@ -14705,7 +14862,7 @@ error_avg_pool2d_1601(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1602(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14715,7 +14872,7 @@ error_avg_pool2d_1602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1603(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14723,7 +14880,7 @@ call_adaptive_avg_pool2d_1603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1604(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -14731,7 +14888,7 @@ call_adaptive_avg_pool2d_1604(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1605(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -14739,7 +14896,7 @@ call_adaptive_avg_pool2d_1605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1606(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -14747,7 +14904,7 @@ call_adaptive_avg_pool2d_1606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1607(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -14755,14 +14912,14 @@ error_adaptive_avg_pool2d_1607(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1608(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1609(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14770,7 +14927,7 @@ error_adaptive_avg_pool2d_1609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1610(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14781,7 +14938,7 @@ call_avg_pool2d_backward_1610(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1611(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14792,7 +14949,7 @@ call_avg_pool2d_backward_1611(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_1612(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14803,7 +14960,7 @@ error_avg_pool2d_backward_1612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_1613(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14811,7 +14968,7 @@ call_adaptive_avg_pool2d_backward_1613(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_1614(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14819,14 +14976,14 @@ error_adaptive_avg_pool2d_backward_1614(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1615(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1616(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 1};
@@ -14836,7 +14993,7 @@ call_conv2d_1616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1617(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14845,7 +15002,7 @@ call_conv2d_1617(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1618(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t padding[] = {1, 0};
@@ -14853,14 +15010,14 @@ call_conv2d_1618(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1619(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1620(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -14869,42 +15026,42 @@ call_conv2d_1620(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_1621(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1622(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1623(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
 }
 
 static yt_tensor *
-error_conv2d_1624(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1625(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1626(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -14912,7 +15069,7 @@ call_conv2d_padding_1626(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_1627(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14920,21 +15077,21 @@ call_conv2d_padding_1627(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1628(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1629(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1630(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
@@ -14942,21 +15099,21 @@ error_conv2d_padding_1630(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1631(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1632(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1633(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -14966,28 +15123,28 @@ call_conv1d_1633(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_1634(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1635(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1636(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1637(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 1};
@@ -14995,14 +15152,14 @@ error_conv1d_1637(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_1638(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_1639(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15010,21 +15167,21 @@ call_conv1d_padding_1639(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1640(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1641(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1642(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15033,7 +15190,7 @@ error_conv1d_padding_1642(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1643(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15041,7 +15198,7 @@ error_conv1d_padding_1643(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15049,7 +15206,7 @@ call_conv_transpose2d_1644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -15061,7 +15218,7 @@ call_conv_transpose2d_1645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1646(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15070,7 +15227,7 @@ call_conv_transpose2d_1646(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1647(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15080,7 +15237,7 @@ call_conv_transpose2d_1647(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1648(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -15092,7 +15249,7 @@ call_conv_transpose2d_1648(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1649(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_padding[] = {1};
@@ -15102,7 +15259,7 @@ call_conv_transpose2d_1649(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1650(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -15110,7 +15267,7 @@ error_conv_transpose2d_1650(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1651(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -15118,7 +15275,7 @@ error_conv_transpose2d_1651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1652(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
@@ -15126,7 +15283,7 @@ error_conv_transpose2d_1652(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1653(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15134,7 +15291,7 @@ error_conv_transpose2d_1653(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1654(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15146,7 +15303,7 @@ call_conv2d_backward_input_1654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1655(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -15158,7 +15315,7 @@ call_conv2d_backward_input_1655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1656(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15170,7 +15327,7 @@ error_conv2d_backward_input_1656(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1657(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15182,7 +15339,7 @@ call_conv2d_backward_weight_1657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1658(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -15194,7 +15351,7 @@ call_conv2d_backward_weight_1658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1659(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15206,35 +15363,35 @@ error_conv2d_backward_weight_1659(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1660(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1661(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1662(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1663(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1664(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15247,7 +15404,7 @@ call_max_pool2d_with_indices_values_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1665(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15260,7 +15417,7 @@ call_max_pool2d_with_indices_indices_1665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1666(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15276,7 +15433,7 @@ call_max_pool2d_with_indices_values_1666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1667(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15292,7 +15449,7 @@ call_max_pool2d_with_indices_indices_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1668(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15307,7 +15464,7 @@ call_max_pool2d_with_indices_values_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1669(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15322,7 +15479,7 @@ call_max_pool2d_with_indices_indices_1669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1670(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15335,7 +15492,7 @@ call_max_pool2d_with_indices_values_1670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1671(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15348,7 +15505,7 @@ call_max_pool2d_with_indices_indices_1671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1672(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15361,7 +15518,7 @@ error_max_pool2d_with_indices_1672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1673(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15373,7 +15530,7 @@ error_max_pool2d_with_indices_1673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1674(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15386,7 +15543,7 @@ error_max_pool2d_with_indices_1674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1675(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15394,7 +15551,7 @@ call_max_pool2d_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1676(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15405,7 +15562,7 @@ call_max_pool2d_1676(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1677(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15415,7 +15572,7 @@ call_max_pool2d_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1678(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15423,14 +15580,14 @@ error_max_pool2d_1678(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1679(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1680(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15438,7 +15595,7 @@ error_max_pool2d_1680(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15446,7 +15603,7 @@ call_layer_norm_1681(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15454,7 +15611,7 @@ call_layer_norm_1682(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1683(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15462,7 +15619,7 @@ call_layer_norm_1683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1684(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15470,7 +15627,7 @@ call_layer_norm_1684(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1685(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15478,14 +15635,14 @@ call_layer_norm_1685(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1686(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1687(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15493,7 +15650,7 @@ error_layer_norm_1687(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1688(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15501,7 +15658,7 @@ error_layer_norm_1688(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1689(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15509,7 +15666,7 @@ error_layer_norm_1689(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1690(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15517,91 +15674,91 @@ error_layer_norm_1690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1691(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1692(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1693(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1694(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1695(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1696(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1697(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1698(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1699(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1700(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1701(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1702(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1703(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15609,7 +15766,7 @@ call_rms_norm_1703(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1704(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15618,7 +15775,7 @@ call_rms_norm_1704(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1705(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15627,7 +15784,7 @@ call_rms_norm_1705(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1706(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1724(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15635,14 +15792,14 @@ call_rms_norm_1706(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1707(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
-error_rms_norm_1708(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15650,7 +15807,7 @@ error_rms_norm_1708(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1709(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15658,7 +15815,7 @@ error_rms_norm_1709(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1710(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15666,28 +15823,28 @@ error_rms_norm_1710(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1711(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1712(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1713(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15695,7 +15852,7 @@ call_batch_norm_1714(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15703,7 +15860,7 @@ call_batch_norm_1715(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15711,280 +15868,280 @@ call_batch_norm_1716(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1717(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1718(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1719(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1720(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1721(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1722(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1723(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1724(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1725(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1726(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1727(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1728(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1729(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1730(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1731(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1732(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1733(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1734(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1735(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1736(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1737(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1738(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1739(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1740(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1741(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1742(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1743(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1744(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1745(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1746(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1747(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1748(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1749(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1750(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1751(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_training_1752(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_training_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1753(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1754(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1755(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1756(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -15997,42 +16154,42 @@ error_row_norm_backward_1756(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1757(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1758(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1759(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1760(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1761(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1762(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16045,7 +16202,7 @@ error_batch_norm_backward_1762(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1763(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -16053,7 +16210,7 @@ error_batch_norm_backward_bias_backward_1763(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1764(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -16061,595 +16218,595 @@ error_batch_norm_backward_bias_backward_1764(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1765(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1766(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1767(yt_tensor *const *inputs, void *ctx)
+call_softmax_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1768(yt_tensor *const *inputs, void *ctx)
+call_softmax_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1769(yt_tensor *const *inputs, void *ctx)
+call_softmax_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1770(yt_tensor *const *inputs, void *ctx)
+call_softmax_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1771(yt_tensor *const *inputs, void *ctx)
+call_softmax_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1772(yt_tensor *const *inputs, void *ctx)
+call_softmax_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
 }
 
 static yt_tensor *
-call_softmax_1773(yt_tensor *const *inputs, void *ctx)
+call_softmax_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_softmax_1774(yt_tensor *const *inputs, void *ctx)
+error_softmax_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1775(yt_tensor *const *inputs, void *ctx)
+error_softmax_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1776(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1777(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1778(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1779(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1780(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1781(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
 }
 
 static yt_tensor *
-call_log_softmax_1782(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_log_softmax_1783(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1784(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1785(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1786(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1787(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1788(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1789(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1790(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1791(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1792(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1793(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1794(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1795(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1796(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1797(yt_tensor *const *inputs, void *ctx)
+call_dropout_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1798(yt_tensor *const *inputs, void *ctx)
+call_dropout_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1799(yt_tensor *const *inputs, void *ctx)
+call_dropout_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1800(yt_tensor *const *inputs, void *ctx)
+call_dropout_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1801(yt_tensor *const *inputs, void *ctx)
+call_dropout_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1802(yt_tensor *const *inputs, void *ctx)
+error_dropout_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1803(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1804(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1805(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1806(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1807(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1808(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1809(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1810(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1828(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1811(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1812(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1813(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1814(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1815(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1816(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1817(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1818(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1819(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1820(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1821(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1822(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1823(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1824(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1825(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1826(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1827(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1828(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1829(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1830(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1831(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1832(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1833(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1834(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1835(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1836(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1837(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1838(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1839(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1840(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1841(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1842(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1843(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1844(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1845(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1846(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1847(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1848(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1849(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16657,35 +16814,35 @@ call_binary_cross_entropy_with_logits_1849(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1850(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1851(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1852(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1853(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1854(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16693,7 +16850,7 @@ error_binary_cross_entropy_with_logits_1854(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1855(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16701,280 +16858,280 @@ error_binary_cross_entropy_with_logits_1855(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1856(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1857(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1858(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1859(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1860(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1861(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1862(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1863(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1864(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1865(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-error_nll_loss_1866(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1867(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1868(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1869(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1870(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1871(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1872(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1873(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1874(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1875(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1876(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1877(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1878(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1879(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1880(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1881(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1882(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1883(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1884(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1902(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1885(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1886(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1887(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1905(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1888(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1889(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1890(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1891(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1892(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1893(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1894(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1895(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -16982,7 +17139,7 @@ call_scaled_dot_product_attention_1895(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1896(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -16990,7 +17147,7 @@ call_scaled_dot_product_attention_1896(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1897(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -16998,7 +17155,7 @@ call_scaled_dot_product_attention_1897(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1898(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
@@ -17006,7 +17163,7 @@ call_scaled_dot_product_attention_1898(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1899(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17014,7 +17171,7 @@ call_scaled_dot_product_attention_1899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1900(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17022,7 +17179,7 @@ call_scaled_dot_product_attention_1900(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1901(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17030,7 +17187,7 @@ call_scaled_dot_product_attention_1901(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1902(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17038,7 +17195,7 @@ error_scaled_dot_product_attention_1902(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1903(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17046,7 +17203,7 @@ error_scaled_dot_product_attention_1903(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1904(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17054,7 +17211,7 @@ error_scaled_dot_product_attention_1904(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1905(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17062,7 +17219,7 @@ error_scaled_dot_product_attention_1905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1906(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17070,7 +17227,7 @@ error_scaled_dot_product_attention_1906(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1907(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17078,7 +17235,7 @@ error_scaled_dot_product_attention_1907(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1908(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17090,7 +17247,7 @@ call_scaled_dot_product_attention_math_output_1908(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1909(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17102,7 +17259,7 @@ call_scaled_dot_product_attention_math_attn_1909(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1910(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17114,7 +17271,7 @@ call_scaled_dot_product_attention_math_output_1910(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1911(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17126,7 +17283,7 @@ call_scaled_dot_product_attention_math_attn_1911(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1912(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17138,7 +17295,7 @@ call_scaled_dot_product_attention_math_output_1912(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1913(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17150,7 +17307,7 @@ call_scaled_dot_product_attention_math_attn_1913(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1914(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17162,7 +17319,7 @@ call_scaled_dot_product_attention_math_output_1914(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1915(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17174,7 +17331,7 @@ call_scaled_dot_product_attention_math_attn_1915(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1916(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17186,7 +17343,7 @@ error_scaled_dot_product_attention_math_1916(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1917(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17198,7 +17355,7 @@ error_scaled_dot_product_attention_math_1917(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1918(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17210,7 +17367,7 @@ error_scaled_dot_product_attention_math_1918(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1919(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17222,7 +17379,7 @@ error_scaled_dot_product_attention_math_1919(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1920(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17234,7 +17391,7 @@ error_scaled_dot_product_attention_math_1920(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1921(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17248,7 +17405,7 @@ error_scaled_dot_product_attention_math_backward_1921(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1922(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17262,7 +17419,7 @@ error_scaled_dot_product_attention_math_backward_1922(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1923(yt_tensor *const *inputs, void *ctx)
+call_empty_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17271,7 +17428,7 @@ call_empty_1923(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1924(yt_tensor *const *inputs, void *ctx)
+call_empty_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17280,7 +17437,7 @@ call_empty_1924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1925(yt_tensor *const *inputs, void *ctx)
+call_empty_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17288,7 +17445,7 @@ call_empty_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1926(yt_tensor *const *inputs, void *ctx)
+call_zeros_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17297,7 +17454,7 @@ call_zeros_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1927(yt_tensor *const *inputs, void *ctx)
+call_ones_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17306,7 +17463,7 @@ call_ones_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1928(yt_tensor *const *inputs, void *ctx)
+call_full_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17315,7 +17472,7 @@ call_full_1928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1929(yt_tensor *const *inputs, void *ctx)
+call_full_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17324,7 +17481,7 @@ call_full_1929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1930(yt_tensor *const *inputs, void *ctx)
+call_full_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17333,77 +17490,77 @@ call_full_1930(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1931(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1932(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1933(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1934(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1935(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1936(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1937(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1955(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1938(yt_tensor *const *inputs, void *ctx)
+call_full_like_1956(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1939(yt_tensor *const *inputs, void *ctx)
+call_full_like_1957(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1940(yt_tensor *const *inputs, void *ctx)
+call_full_like_1958(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1941(yt_tensor *const *inputs, void *ctx)
+call_arange_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17411,7 +17568,7 @@ call_arange_1941(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1942(yt_tensor *const *inputs, void *ctx)
+call_linspace_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17419,7 +17576,7 @@ call_linspace_1942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1943(yt_tensor *const *inputs, void *ctx)
+call_linspace_1961(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17427,7 +17584,7 @@ call_linspace_1943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1944(yt_tensor *const *inputs, void *ctx)
+call_linspace_1962(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17435,7 +17592,7 @@ call_linspace_1944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1945(yt_tensor *const *inputs, void *ctx)
+call_eye_1963(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17443,7 +17600,7 @@ call_eye_1945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1946(yt_tensor *const *inputs, void *ctx)
+call_eye_1964(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17451,7 +17608,7 @@ call_eye_1946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1947(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17459,7 +17616,7 @@ call_eye_m_1947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1948(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17467,7 +17624,7 @@ call_eye_m_1948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1949(yt_tensor *const *inputs, void *ctx)
+call_rand_1967(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17476,7 +17633,7 @@ call_rand_1949(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1950(yt_tensor *const *inputs, void *ctx)
+error_rand_1968(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17485,7 +17642,7 @@ error_rand_1950(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1951(yt_tensor *const *inputs, void *ctx)
+call_randn_1969(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17494,7 +17651,7 @@ call_randn_1951(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1952(yt_tensor *const *inputs, void *ctx)
+error_randn_1970(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17503,35 +17660,35 @@ error_randn_1952(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1953(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1954(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1972(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1955(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1973(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1956(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1974(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1957(yt_tensor *const *inputs, void *ctx)
+call_randint_1975(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17540,7 +17697,7 @@ call_randint_1957(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1958(yt_tensor *const *inputs, void *ctx)
+call_randint_1976(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17549,7 +17706,7 @@ call_randint_1958(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1959(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1977(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17558,7 +17715,7 @@ call_randint_low_1959(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1960(yt_tensor *const *inputs, void *ctx)
+call_randperm_1978(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17566,7 +17723,7 @@ call_randperm_1960(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1961(yt_tensor *const *inputs, void *ctx)
+call_randperm_1979(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17574,14 +17731,14 @@ call_randperm_1961(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1962(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1980(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1963(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1981(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17593,14 +17750,14 @@ inplace_bernoulli_p_1963(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1964(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1982(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1965(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1983(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17612,14 +17769,14 @@ inplace_bernoulli_p_1965(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1966(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1984(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1967(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17631,14 +17788,14 @@ inplace_bernoulli_p_1967(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1968(yt_tensor *const *inputs, void *ctx)
+call_normal_1986(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1969(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1987(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17650,14 +17807,14 @@ inplace_normal_1969(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1970(yt_tensor *const *inputs, void *ctx)
+call_normal_1988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1971(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1989(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17669,14 +17826,14 @@ inplace_normal_1971(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1972(yt_tensor *const *inputs, void *ctx)
+call_normal_1990(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1973(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1991(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17688,21 +17845,21 @@ inplace_normal_1973(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1974(yt_tensor *const *inputs, void *ctx)
+error_normal_1992(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1975(yt_tensor *const *inputs, void *ctx)
+call_uniform_1993(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1976(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17714,14 +17871,14 @@ inplace_uniform_1976(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1977(yt_tensor *const *inputs, void *ctx)
+call_uniform_1995(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1978(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17733,14 +17890,14 @@ inplace_uniform_1978(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1979(yt_tensor *const *inputs, void *ctx)
+call_uniform_1997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1980(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17752,35 +17909,35 @@ inplace_uniform_1980(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1981(yt_tensor *const *inputs, void *ctx)
+error_uniform_1999(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_1982(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_2000(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_1983(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_2001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_1984(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_2002(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_1985(yt_tensor *const *inputs, void *ctx)
+call_sum_to_2003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17788,7 +17945,7 @@ call_sum_to_1985(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1986(yt_tensor *const *inputs, void *ctx)
+call_sum_to_2004(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17796,7 +17953,7 @@ call_sum_to_1986(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1987(yt_tensor *const *inputs, void *ctx)
+error_sum_to_2005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -23401,87 +23558,48 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "mm",
+        .where = "ops.yaml:1356 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I32},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I32},
+        .call = call_mm_1194,
+        .call_inplace = NULL,
+        .call_out = out_mm_1195,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm",
+        .where = "ops.yaml:1356 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_U8, .high = 256},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_U8, .high = 256},
+        .call = call_mm_1196,
+        .call_inplace = NULL,
+        .call_out = out_mm_1197,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm",
+        .where = "ops.yaml:1356 sample 6",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I64},
+        .call = call_mm_1198,
+        .call_inplace = NULL,
+        .call_out = out_mm_1199,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "matmul",
-        .where = "ops.yaml:1374 sample 0",
+        .where = "ops.yaml:1377 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1198,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1374 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1199,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1374 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1200,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1374 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1201,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1374 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1202,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1374 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1203,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1374 sample 6",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
         .call = call_matmul_1204,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23490,10 +23608,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1374 sample 7",
+        .where = "ops.yaml:1377 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1205,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23502,10 +23620,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1374 sample 8",
+        .where = "ops.yaml:1377 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1206,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23514,14 +23632,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1374 sample 9",
+        .where = "ops.yaml:1377 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 2, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1207,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23530,10 +23644,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1374 sample 10",
+        .where = "ops.yaml:1377 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1208,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23541,20 +23655,112 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:1377 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1209,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1377 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_1210,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1377 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1211,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1377 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1212,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1377 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_1213,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1377 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1214,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1377 sample 11",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
+        .call = call_matmul_1215,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "bmm",
-        .where = "ops.yaml:1404 sample 0",
+        .where = "ops.yaml:1408 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1212,
+        .call = call_bmm_1219,
         .call_inplace = NULL,
-        .call_out = out_bmm_1213,
+        .call_out = out_bmm_1220,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1404 sample 1",
+        .where = "ops.yaml:1408 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -23566,119 +23772,157 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_1214,
+        .call = call_bmm_1221,
         .call_inplace = NULL,
-        .call_out = out_bmm_1215,
+        .call_out = out_bmm_1222,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1404 sample 2",
+        .where = "ops.yaml:1408 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1216,
+        .call = call_bmm_1223,
         .call_inplace = NULL,
-        .call_out = out_bmm_1217,
+        .call_out = out_bmm_1224,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1404 sample 3",
+        .where = "ops.yaml:1408 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1218,
+        .call = call_bmm_1225,
         .call_inplace = NULL,
-        .call_out = out_bmm_1219,
+        .call_out = out_bmm_1226,
         .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:1408 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I16},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_I16},
+        .call = call_bmm_1227,
+        .call_inplace = NULL,
+        .call_out = out_bmm_1228,
+        .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1431 sample 0",
+        .where = "ops.yaml:1436 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1225,
+        .call = call_addmm_1234,
         .call_inplace = NULL,
-        .call_out = out_addmm_1226,
+        .call_out = out_addmm_1235,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1431 sample 1",
+        .where = "ops.yaml:1436 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_1227,
+        .call = call_addmm_1236,
         .call_inplace = NULL,
-        .call_out = out_addmm_1228,
+        .call_out = out_addmm_1237,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1431 sample 2",
+        .where = "ops.yaml:1436 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1229,
+        .call = call_addmm_1238,
         .call_inplace = NULL,
-        .call_out = out_addmm_1230,
+        .call_out = out_addmm_1239,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1431 sample 3",
+        .where = "ops.yaml:1436 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1231,
+        .call = call_addmm_1240,
         .call_inplace = NULL,
-        .call_out = out_addmm_1232,
+        .call_out = out_addmm_1241,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1431 sample 4",
+        .where = "ops.yaml:1436 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1233,
+        .call = call_addmm_1242,
         .call_inplace = NULL,
-        .call_out = out_addmm_1234,
+        .call_out = out_addmm_1243,
         .differentiable = true,
         .domain = NULL,
     },
     {
+        .op = "addmm",
+        .where = "ops.yaml:1436 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I64},
+        .call = call_addmm_1244,
+        .call_inplace = NULL,
+        .call_out = out_addmm_1245,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:1436 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I8, .high = 100},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I8, .high = 100},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_I8, .high = 100},
+        .call = call_addmm_1246,
+        .call_inplace = NULL,
+        .call_out = out_addmm_1247,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "baddbmm",
-        .where = "ops.yaml:1463 sample 0",
+        .where = "ops.yaml:1470 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1242,
+        .call = call_baddbmm_1255,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1243,
+        .call_out = out_baddbmm_1256,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1463 sample 1",
+        .where = "ops.yaml:1470 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -23687,15 +23931,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1244,
+        .call = call_baddbmm_1257,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1245,
+        .call_out = out_baddbmm_1258,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1463 sample 2",
+        .where = "ops.yaml:1470 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -23704,45 +23948,58 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_1246,
+        .call = call_baddbmm_1259,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1247,
+        .call_out = out_baddbmm_1260,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1463 sample 3",
+        .where = "ops.yaml:1470 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1248,
+        .call = call_baddbmm_1261,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1249,
+        .call_out = out_baddbmm_1262,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1463 sample 4",
+        .where = "ops.yaml:1470 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1250,
+        .call = call_baddbmm_1263,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1251,
+        .call_out = out_baddbmm_1264,
         .differentiable = true,
         .domain = NULL,
     },
     {
+        .op = "baddbmm",
+        .where = "ops.yaml:1470 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_I32},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_I32},
+        .call = call_baddbmm_1265,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_1266,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "dot",
-        .where = "ops.yaml:1484 sample 0",
+        .where = "ops.yaml:1492 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1261,
+        .call = call_dot_1276,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23750,11 +24007,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1484 sample 1",
+        .where = "ops.yaml:1492 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1262,
+        .call = call_dot_1277,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23762,11 +24019,23 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1484 sample 2",
+        .where = "ops.yaml:1492 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1263,
+        .call = call_dot_1278,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:1492 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
+        .call = call_dot_1279,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23774,11 +24043,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1501 sample 0",
+        .where = "ops.yaml:1510 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1268,
+        .call = call_outer_1284,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23786,11 +24055,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1501 sample 1",
+        .where = "ops.yaml:1510 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1269,
+        .call = call_outer_1285,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23798,11 +24067,23 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1501 sample 2",
+        .where = "ops.yaml:1510 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1270,
+        .call = call_outer_1286,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:1510 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I32},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
+        .call = call_outer_1287,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23810,13 +24091,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 0",
+        .where = "ops.yaml:1534 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1274,
+        .call = call_linear_1291,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23824,13 +24105,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 1",
+        .where = "ops.yaml:1534 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1275,
+        .call = call_linear_1292,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23838,11 +24119,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 2",
+        .where = "ops.yaml:1534 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1276,
+        .call = call_linear_1293,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23850,13 +24131,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 3",
+        .where = "ops.yaml:1534 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1277,
+        .call = call_linear_1294,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23864,14 +24145,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 4",
+        .where = "ops.yaml:1534 sample 4",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1278,
+        .call = call_linear_1295,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23879,13 +24160,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 5",
+        .where = "ops.yaml:1534 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1279,
+        .call = call_linear_1296,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23893,12 +24174,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 6",
+        .where = "ops.yaml:1534 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_linear_1280,
+        .call = call_linear_1297,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23906,11 +24187,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 7",
+        .where = "ops.yaml:1534 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1281,
+        .call = call_linear_1298,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23918,11 +24199,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 8",
+        .where = "ops.yaml:1534 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1282,
+        .call = call_linear_1299,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23930,11 +24211,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 9",
+        .where = "ops.yaml:1534 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1283,
+        .call = call_linear_1300,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23942,11 +24223,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 10",
+        .where = "ops.yaml:1534 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1284,
+        .call = call_linear_1301,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23954,13 +24235,27 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1524 sample 11",
+        .where = "ops.yaml:1534 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1285,
+        .call = call_linear_1302,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1534 sample 12",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .optional = true},
+        .call = call_linear_1303,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23968,12 +24263,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1552 sample 0",
+        .where = "ops.yaml:1563 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1291,
+        .call = call_mm_mat1_backward_1309,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23981,14 +24276,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1552 sample 1",
+        .where = "ops.yaml:1563 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1292,
+        .call = call_mm_mat1_backward_1310,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23996,12 +24291,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1552 sample 2",
+        .where = "ops.yaml:1563 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1293,
+        .call = call_mm_mat1_backward_1311,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24009,13 +24304,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1552 sample 3",
+        .where = "ops.yaml:1563 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1294,
+        .call = call_mm_mat1_backward_1312,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24023,12 +24318,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1573 sample 0",
+        .where = "ops.yaml:1584 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1299,
+        .call = call_mm_mat2_backward_1317,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24036,14 +24331,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1573 sample 1",
+        .where = "ops.yaml:1584 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1300,
+        .call = call_mm_mat2_backward_1318,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24051,13 +24346,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1573 sample 2",
+        .where = "ops.yaml:1584 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1301,
+        .call = call_mm_mat2_backward_1319,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24065,12 +24360,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1573 sample 3",
+        .where = "ops.yaml:1584 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1302,
+        .call = call_mm_mat2_backward_1320,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24078,10 +24373,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1591 sample 0",
+        .where = "ops.yaml:1602 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1307,
+        .call = call_t_1325,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24089,32 +24384,32 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1591 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1308,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "transpose",
-        .where = "ops.yaml:1602 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1310,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "transpose",
         .where = "ops.yaml:1602 sample 1",
         .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_t_1326,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "transpose",
+        .where = "ops.yaml:1613 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_transpose_1328,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "transpose",
+        .where = "ops.yaml:1613 sample 1",
+        .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1311,
+        .call = call_transpose_1329,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24122,10 +24417,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1616 sample 0",
+        .where = "ops.yaml:1627 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_1314,
+        .call = call_permute_1332,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24133,10 +24428,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1625 sample 0",
+        .where = "ops.yaml:1636 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1317,
+        .call = call_view_1335,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24144,10 +24439,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1625 sample 1",
+        .where = "ops.yaml:1636 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1318,
+        .call = call_view_1336,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24155,10 +24450,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1635 sample 0",
+        .where = "ops.yaml:1646 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1319,
+        .call = call_reshape_1337,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24166,11 +24461,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1635 sample 1",
+        .where = "ops.yaml:1646 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1320,
+        .call = call_reshape_1338,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24178,10 +24473,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1645 sample 0",
+        .where = "ops.yaml:1656 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1321,
+        .call = call_expand_1339,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24189,10 +24484,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1645 sample 1",
+        .where = "ops.yaml:1656 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1322,
+        .call = call_expand_1340,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24200,10 +24495,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1655 sample 0",
+        .where = "ops.yaml:1666 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1323,
+        .call = call_squeeze_1341,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24211,43 +24506,43 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1665 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1324,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "squeeze.dim",
-        .where = "ops.yaml:1665 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1325,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "unsqueeze",
         .where = "ops.yaml:1676 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1327,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_squeeze_dim_1342,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "unsqueeze",
+        .op = "squeeze.dim",
         .where = "ops.yaml:1676 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1328,
+        .call = call_squeeze_dim_1343,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unsqueeze",
+        .where = "ops.yaml:1687 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_unsqueeze_1345,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unsqueeze",
+        .where = "ops.yaml:1687 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_unsqueeze_1346,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24255,32 +24550,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1690 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1330,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "slice",
-        .where = "ops.yaml:1690 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1331,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "select",
         .where = "ops.yaml:1701 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1334,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_slice_1348,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "slice",
+        .where = "ops.yaml:1701 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_slice_1349,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24288,10 +24572,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1701 sample 1",
+        .where = "ops.yaml:1712 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1335,
+        .call = call_select_1352,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "select",
+        .where = "ops.yaml:1712 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_select_1353,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24299,11 +24594,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1711 sample 0",
+        .where = "ops.yaml:1722 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1337,
+        .call = call_contiguous_1355,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24311,10 +24606,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1724 sample 0",
+        .where = "ops.yaml:1735 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1338,
+        .call = call_flatten_1356,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24322,10 +24617,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1724 sample 1",
+        .where = "ops.yaml:1735 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1339,
+        .call = call_flatten_1357,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24333,11 +24628,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1724 sample 2",
+        .where = "ops.yaml:1735 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flatten_1340,
+        .call = call_flatten_1358,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24345,10 +24640,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1724 sample 3",
+        .where = "ops.yaml:1735 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1341,
+        .call = call_flatten_1359,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24356,10 +24651,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1724 sample 4",
+        .where = "ops.yaml:1735 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1342,
+        .call = call_flatten_1360,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24367,10 +24662,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1743 sample 0",
+        .where = "ops.yaml:1754 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1346,
+        .call = call_unflatten_1364,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24378,10 +24673,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1743 sample 1",
+        .where = "ops.yaml:1754 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1347,
+        .call = call_unflatten_1365,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24389,11 +24684,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1743 sample 2",
+        .where = "ops.yaml:1754 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unflatten_1348,
+        .call = call_unflatten_1366,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24401,10 +24696,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1743 sample 3",
+        .where = "ops.yaml:1754 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1349,
+        .call = call_unflatten_1367,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24412,10 +24707,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1755 sample 0",
+        .where = "ops.yaml:1766 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1353,
+        .call = call_broadcast_to_1371,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24423,10 +24718,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1755 sample 1",
+        .where = "ops.yaml:1766 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1354,
+        .call = call_broadcast_to_1372,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24434,11 +24729,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1755 sample 2",
+        .where = "ops.yaml:1766 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_broadcast_to_1355,
+        .call = call_broadcast_to_1373,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24446,10 +24741,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1755 sample 3",
+        .where = "ops.yaml:1766 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1356,
+        .call = call_broadcast_to_1374,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24457,10 +24752,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1773 sample 0",
+        .where = "ops.yaml:1784 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1357,
+        .call = call_narrow_1375,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24468,10 +24763,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1773 sample 1",
+        .where = "ops.yaml:1784 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1358,
+        .call = call_narrow_1376,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24479,11 +24774,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1773 sample 2",
+        .where = "ops.yaml:1784 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_narrow_1359,
+        .call = call_narrow_1377,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24491,10 +24786,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1773 sample 3",
+        .where = "ops.yaml:1784 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1360,
+        .call = call_narrow_1378,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24502,10 +24797,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1788 sample 0",
+        .where = "ops.yaml:1799 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1364,
+        .call = call_repeat_1382,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24513,10 +24808,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1788 sample 1",
+        .where = "ops.yaml:1799 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1365,
+        .call = call_repeat_1383,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24524,11 +24819,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1788 sample 2",
+        .where = "ops.yaml:1799 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_repeat_1366,
+        .call = call_repeat_1384,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24536,10 +24831,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1788 sample 3",
+        .where = "ops.yaml:1799 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1367,
+        .call = call_repeat_1385,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24547,10 +24842,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1788 sample 4",
+        .where = "ops.yaml:1799 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1368,
+        .call = call_repeat_1386,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24558,10 +24853,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1788 sample 5",
+        .where = "ops.yaml:1799 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1369,
+        .call = call_repeat_1387,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24569,10 +24864,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1803 sample 0",
+        .where = "ops.yaml:1814 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1371,
+        .call = call_flip_1389,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24580,10 +24875,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1803 sample 1",
+        .where = "ops.yaml:1814 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1372,
+        .call = call_flip_1390,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24591,11 +24886,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1803 sample 2",
+        .where = "ops.yaml:1814 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flip_1373,
+        .call = call_flip_1391,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24603,10 +24898,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1803 sample 3",
+        .where = "ops.yaml:1814 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1374,
+        .call = call_flip_1392,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24614,10 +24909,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1803 sample 4",
+        .where = "ops.yaml:1814 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1375,
+        .call = call_flip_1393,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24625,10 +24920,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1820 sample 0",
+        .where = "ops.yaml:1831 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1377,
+        .call = call_roll_1395,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24636,10 +24931,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1820 sample 1",
+        .where = "ops.yaml:1831 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1378,
+        .call = call_roll_1396,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24647,10 +24942,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1820 sample 2",
+        .where = "ops.yaml:1831 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1379,
+        .call = call_roll_1397,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24658,11 +24953,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1820 sample 3",
+        .where = "ops.yaml:1831 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_roll_1380,
+        .call = call_roll_1398,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24670,10 +24965,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1820 sample 4",
+        .where = "ops.yaml:1831 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1381,
+        .call = call_roll_1399,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24681,10 +24976,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1844 sample 0",
+        .where = "ops.yaml:1855 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1384,
+        .call = call_tril_1402,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24692,10 +24987,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1844 sample 1",
+        .where = "ops.yaml:1855 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1385,
+        .call = call_tril_1403,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24703,11 +24998,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1844 sample 2",
+        .where = "ops.yaml:1855 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tril_1386,
+        .call = call_tril_1404,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24715,10 +25010,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1844 sample 3",
+        .where = "ops.yaml:1855 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1387,
+        .call = call_tril_1405,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24726,10 +25021,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1844 sample 4",
+        .where = "ops.yaml:1855 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1388,
+        .call = call_tril_1406,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24737,10 +25032,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1860 sample 0",
+        .where = "ops.yaml:1871 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1390,
+        .call = call_triu_1408,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24748,10 +25043,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1860 sample 1",
+        .where = "ops.yaml:1871 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1391,
+        .call = call_triu_1409,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24759,11 +25054,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1860 sample 2",
+        .where = "ops.yaml:1871 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_triu_1392,
+        .call = call_triu_1410,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24771,10 +25066,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1860 sample 3",
+        .where = "ops.yaml:1871 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1393,
+        .call = call_triu_1411,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24782,10 +25077,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1860 sample 4",
+        .where = "ops.yaml:1871 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1394,
+        .call = call_triu_1412,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24793,10 +25088,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1874 sample 0",
+        .where = "ops.yaml:1885 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1396,
+        .call = call_pad_1414,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24804,10 +25099,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1874 sample 1",
+        .where = "ops.yaml:1885 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1397,
+        .call = call_pad_1415,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24815,11 +25110,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1874 sample 2",
+        .where = "ops.yaml:1885 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_pad_1398,
+        .call = call_pad_1416,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24827,10 +25122,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1874 sample 3",
+        .where = "ops.yaml:1885 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1399,
+        .call = call_pad_1417,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24838,10 +25133,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1874 sample 4",
+        .where = "ops.yaml:1885 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1400,
+        .call = call_pad_1418,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24849,10 +25144,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1874 sample 5",
+        .where = "ops.yaml:1885 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1401,
+        .call = call_pad_1419,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24860,10 +25155,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1874 sample 6",
+        .where = "ops.yaml:1885 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1402,
+        .call = call_pad_1420,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24871,14 +25166,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1874 sample 7",
+        .where = "ops.yaml:1885 sample 7",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 3,
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_pad_1403,
+        .call = call_pad_1421,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24886,32 +25181,32 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1894 sample 0",
+        .where = "ops.yaml:1905 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1405,
+        .call = call_cat_1423,
         .call_inplace = NULL,
-        .call_out = out_cat_1406,
+        .call_out = out_cat_1424,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1894 sample 1",
+        .where = "ops.yaml:1905 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1407,
+        .call = call_cat_1425,
         .call_inplace = NULL,
-        .call_out = out_cat_1408,
+        .call_out = out_cat_1426,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1894 sample 2",
+        .where = "ops.yaml:1905 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -24919,44 +25214,44 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1409,
+        .call = call_cat_1427,
         .call_inplace = NULL,
-        .call_out = out_cat_1410,
+        .call_out = out_cat_1428,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1894 sample 3",
+        .where = "ops.yaml:1905 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1411,
+        .call = call_cat_1429,
         .call_inplace = NULL,
-        .call_out = out_cat_1412,
+        .call_out = out_cat_1430,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1894 sample 4",
+        .where = "ops.yaml:1905 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = call_cat_1413,
+        .call = call_cat_1431,
         .call_inplace = NULL,
-        .call_out = out_cat_1414,
+        .call_out = out_cat_1432,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1915 sample 0",
+        .where = "ops.yaml:1926 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1415,
+        .call = call_stack_1433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24964,12 +25259,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1915 sample 1",
+        .where = "ops.yaml:1926 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1416,
+        .call = call_stack_1434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24977,7 +25272,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1915 sample 2",
+        .where = "ops.yaml:1926 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -24985,7 +25280,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1417,
+        .call = call_stack_1435,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24993,11 +25288,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1915 sample 3",
+        .where = "ops.yaml:1926 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1418,
+        .call = call_stack_1436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25005,11 +25300,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1915 sample 4",
+        .where = "ops.yaml:1926 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1419,
+        .call = call_stack_1437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25017,10 +25312,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1929 sample 0",
+        .where = "ops.yaml:1940 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1420,
+        .call = call_split_1438,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25028,10 +25323,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1929 sample 1",
+        .where = "ops.yaml:1940 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1422,
+        .call = call_split_1440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25039,11 +25334,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1929 sample 2",
+        .where = "ops.yaml:1940 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_1424,
+        .call = call_split_1442,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25051,10 +25346,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1929 sample 3",
+        .where = "ops.yaml:1940 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1426,
+        .call = call_split_1444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25062,10 +25357,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1942 sample 0",
+        .where = "ops.yaml:1953 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1428,
+        .call = call_split_with_sizes_1446,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25073,10 +25368,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1942 sample 1",
+        .where = "ops.yaml:1953 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1430,
+        .call = call_split_with_sizes_1448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25084,11 +25379,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1942 sample 2",
+        .where = "ops.yaml:1953 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_with_sizes_1432,
+        .call = call_split_with_sizes_1450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25096,10 +25391,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1942 sample 3",
+        .where = "ops.yaml:1953 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1434,
+        .call = call_split_with_sizes_1452,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25107,10 +25402,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1955 sample 0",
+        .where = "ops.yaml:1966 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1436,
+        .call = call_chunk_1454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25118,10 +25413,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1955 sample 1",
+        .where = "ops.yaml:1966 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1438,
+        .call = call_chunk_1456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25129,11 +25424,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1955 sample 2",
+        .where = "ops.yaml:1966 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_chunk_1440,
+        .call = call_chunk_1458,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25141,10 +25436,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1955 sample 3",
+        .where = "ops.yaml:1966 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1442,
+        .call = call_chunk_1460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25152,10 +25447,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1968 sample 0",
+        .where = "ops.yaml:1979 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1444,
+        .call = call_unbind_1462,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25163,10 +25458,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1968 sample 1",
+        .where = "ops.yaml:1979 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1446,
+        .call = call_unbind_1464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25174,11 +25469,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1968 sample 2",
+        .where = "ops.yaml:1979 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unbind_1448,
+        .call = call_unbind_1466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25186,10 +25481,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1968 sample 3",
+        .where = "ops.yaml:1979 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1450,
+        .call = call_unbind_1468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25197,410 +25492,410 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1985 sample 0",
+        .where = "ops.yaml:1996 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1452,
+        .call = call_index_select_1470,
         .call_inplace = NULL,
-        .call_out = out_index_select_1453,
+        .call_out = out_index_select_1471,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1985 sample 1",
+        .where = "ops.yaml:1996 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1454,
+        .call = call_index_select_1472,
         .call_inplace = NULL,
-        .call_out = out_index_select_1455,
+        .call_out = out_index_select_1473,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1985 sample 2",
+        .where = "ops.yaml:1996 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_1456,
+        .call = call_index_select_1474,
         .call_inplace = NULL,
-        .call_out = out_index_select_1457,
+        .call_out = out_index_select_1475,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1985 sample 3",
+        .where = "ops.yaml:1996 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_1458,
+        .call = call_index_select_1476,
         .call_inplace = NULL,
-        .call_out = out_index_select_1459,
+        .call_out = out_index_select_1477,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1985 sample 4",
+        .where = "ops.yaml:1996 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_1460,
+        .call = call_index_select_1478,
         .call_inplace = NULL,
-        .call_out = out_index_select_1461,
+        .call_out = out_index_select_1479,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1985 sample 5",
+        .where = "ops.yaml:1996 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_1462,
+        .call = call_index_select_1480,
         .call_inplace = NULL,
-        .call_out = out_index_select_1463,
+        .call_out = out_index_select_1481,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2009 sample 0",
+        .where = "ops.yaml:2020 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1466,
+        .call = call_index_add_1484,
         .call_inplace = NULL,
-        .call_out = out_index_add_1467,
+        .call_out = out_index_add_1485,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2009 sample 1",
+        .where = "ops.yaml:2020 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1468,
+        .call = call_index_add_1486,
         .call_inplace = NULL,
-        .call_out = out_index_add_1469,
+        .call_out = out_index_add_1487,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2009 sample 2",
+        .where = "ops.yaml:2020 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_1470,
+        .call = call_index_add_1488,
         .call_inplace = NULL,
-        .call_out = out_index_add_1471,
+        .call_out = out_index_add_1489,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2009 sample 3",
+        .where = "ops.yaml:2020 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1472,
+        .call = call_index_add_1490,
         .call_inplace = NULL,
-        .call_out = out_index_add_1473,
+        .call_out = out_index_add_1491,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2009 sample 4",
+        .where = "ops.yaml:2020 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1474,
+        .call = call_index_add_1492,
         .call_inplace = NULL,
-        .call_out = out_index_add_1475,
+        .call_out = out_index_add_1493,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2024 sample 0",
+        .where = "ops.yaml:2035 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1478,
+        .call = call_index_copy_1496,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1479,
+        .call_out = out_index_copy_1497,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2024 sample 1",
+        .where = "ops.yaml:2035 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1480,
+        .call = call_index_copy_1498,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1481,
+        .call_out = out_index_copy_1499,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2024 sample 2",
+        .where = "ops.yaml:2035 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1482,
+        .call = call_index_copy_1500,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1483,
+        .call_out = out_index_copy_1501,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2037 sample 0",
+        .where = "ops.yaml:2048 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1486,
+        .call = call_gather_1504,
         .call_inplace = NULL,
-        .call_out = out_gather_1487,
+        .call_out = out_gather_1505,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2037 sample 1",
+        .where = "ops.yaml:2048 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_1488,
+        .call = call_gather_1506,
         .call_inplace = NULL,
-        .call_out = out_gather_1489,
+        .call_out = out_gather_1507,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2037 sample 2",
+        .where = "ops.yaml:2048 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1490,
+        .call = call_gather_1508,
         .call_inplace = NULL,
-        .call_out = out_gather_1491,
+        .call_out = out_gather_1509,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2037 sample 3",
+        .where = "ops.yaml:2048 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_1492,
+        .call = call_gather_1510,
         .call_inplace = NULL,
-        .call_out = out_gather_1493,
+        .call_out = out_gather_1511,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2037 sample 4",
+        .where = "ops.yaml:2048 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_1494,
+        .call = call_gather_1512,
         .call_inplace = NULL,
-        .call_out = out_gather_1495,
+        .call_out = out_gather_1513,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2060 sample 0",
+        .where = "ops.yaml:2071 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1498,
+        .call = call_scatter_1516,
         .call_inplace = NULL,
-        .call_out = out_scatter_1499,
+        .call_out = out_scatter_1517,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2060 sample 1",
+        .where = "ops.yaml:2071 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1500,
+        .call = call_scatter_1518,
         .call_inplace = NULL,
-        .call_out = out_scatter_1501,
+        .call_out = out_scatter_1519,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2060 sample 2",
+        .where = "ops.yaml:2071 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1502,
+        .call = call_scatter_1520,
         .call_inplace = NULL,
-        .call_out = out_scatter_1503,
+        .call_out = out_scatter_1521,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2060 sample 3",
+        .where = "ops.yaml:2071 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1504,
+        .call = call_scatter_1522,
         .call_inplace = NULL,
-        .call_out = out_scatter_1505,
+        .call_out = out_scatter_1523,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2081 sample 0",
+        .where = "ops.yaml:2092 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_1508,
+        .call = call_scatter_value_1526,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1509,
+        .call_out = out_scatter_value_1527,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2081 sample 1",
+        .where = "ops.yaml:2092 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_1510,
+        .call = call_scatter_value_1528,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1511,
+        .call_out = out_scatter_value_1529,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2081 sample 2",
+        .where = "ops.yaml:2092 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_1512,
+        .call = call_scatter_value_1530,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1513,
+        .call_out = out_scatter_value_1531,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2094 sample 0",
+        .where = "ops.yaml:2105 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1516,
+        .call = call_scatter_add_1534,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1517,
+        .call_out = out_scatter_add_1535,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2094 sample 1",
+        .where = "ops.yaml:2105 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1518,
+        .call = call_scatter_add_1536,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1519,
+        .call_out = out_scatter_add_1537,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2094 sample 2",
+        .where = "ops.yaml:2105 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_1520,
+        .call = call_scatter_add_1538,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1521,
+        .call_out = out_scatter_add_1539,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2094 sample 3",
+        .where = "ops.yaml:2105 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1522,
+        .call = call_scatter_add_1540,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1523,
+        .call_out = out_scatter_add_1541,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2094 sample 4",
+        .where = "ops.yaml:2105 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1524,
+        .call = call_scatter_add_1542,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1525,
+        .call_out = out_scatter_add_1543,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2113 sample 0",
+        .where = "ops.yaml:2124 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1528,
+        .call = call_embedding_1546,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25608,7 +25903,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2113 sample 1",
+        .where = "ops.yaml:2124 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25618,7 +25913,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_1529,
+        .call = call_embedding_1547,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25626,11 +25921,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2113 sample 2",
+        .where = "ops.yaml:2124 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_1530,
+        .call = call_embedding_1548,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25638,11 +25933,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2113 sample 3",
+        .where = "ops.yaml:2124 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1531,
+        .call = call_embedding_1549,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25650,12 +25945,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2127 sample 0",
+        .where = "ops.yaml:2138 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_1535,
+        .call = call_embedding_dense_backward_1553,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25663,11 +25958,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2127 sample 1",
+        .where = "ops.yaml:2138 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_1536,
+        .call = call_embedding_dense_backward_1554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25675,10 +25970,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2154 sample 0",
+        .where = "ops.yaml:2165 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_1538,
+        .call = call_one_hot_1556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25686,10 +25981,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2154 sample 1",
+        .where = "ops.yaml:2165 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1539,
+        .call = call_one_hot_1557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25697,10 +25992,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2154 sample 2",
+        .where = "ops.yaml:2165 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_1540,
+        .call = call_one_hot_1558,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25708,10 +26003,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2154 sample 3",
+        .where = "ops.yaml:2165 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1541,
+        .call = call_one_hot_1559,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25719,10 +26014,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2166 sample 0",
+        .where = "ops.yaml:2177 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1543,
+        .call = call_nonzero_1561,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25730,11 +26025,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2166 sample 1",
+        .where = "ops.yaml:2177 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_1544,
+        .call = call_nonzero_1562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25742,10 +26037,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2166 sample 2",
+        .where = "ops.yaml:2177 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_1545,
+        .call = call_nonzero_1563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25753,10 +26048,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2166 sample 3",
+        .where = "ops.yaml:2177 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1546,
+        .call = call_nonzero_1564,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25764,11 +26059,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2179 sample 0",
+        .where = "ops.yaml:2190 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1547,
+        .call = call_masked_select_1565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25776,11 +26071,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2179 sample 1",
+        .where = "ops.yaml:2190 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1548,
+        .call = call_masked_select_1566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25788,12 +26083,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2179 sample 2",
+        .where = "ops.yaml:2190 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1549,
+        .call = call_masked_select_1567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25801,11 +26096,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2179 sample 3",
+        .where = "ops.yaml:2190 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1550,
+        .call = call_masked_select_1568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25813,11 +26108,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2179 sample 4",
+        .where = "ops.yaml:2190 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1551,
+        .call = call_masked_select_1569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25825,10 +26120,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2194 sample 0",
+        .where = "ops.yaml:2205 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1554,
+        .call = call_argsort_1572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25836,10 +26131,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2194 sample 1",
+        .where = "ops.yaml:2205 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1555,
+        .call = call_argsort_1573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25847,11 +26142,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2194 sample 2",
+        .where = "ops.yaml:2205 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_1556,
+        .call = call_argsort_1574,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25859,10 +26154,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2194 sample 3",
+        .where = "ops.yaml:2205 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1557,
+        .call = call_argsort_1575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25870,10 +26165,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2194 sample 4",
+        .where = "ops.yaml:2205 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1558,
+        .call = call_argsort_1576,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25881,10 +26176,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2210 sample 0",
+        .where = "ops.yaml:2221 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_stable_1559,
+        .call = call_argsort_stable_1577,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25892,11 +26187,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2210 sample 1",
+        .where = "ops.yaml:2221 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_stable_1560,
+        .call = call_argsort_stable_1578,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25904,7 +26199,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2221 sample 0",
+        .where = "ops.yaml:2232 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25913,7 +26208,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 4,
                       .optional = true},
-        .call = call_index_1561,
+        .call = call_index_1579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25921,7 +26216,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2221 sample 1",
+        .where = "ops.yaml:2232 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25930,7 +26225,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1562,
+        .call = call_index_1580,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25938,7 +26233,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2221 sample 2",
+        .where = "ops.yaml:2232 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -25953,7 +26248,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 2,
                       .optional = true},
-        .call = call_index_1563,
+        .call = call_index_1581,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25961,7 +26256,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2221 sample 3",
+        .where = "ops.yaml:2232 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25970,7 +26265,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_index_1564,
+        .call = call_index_1582,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25978,12 +26273,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2221 sample 4",
+        .where = "ops.yaml:2232 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
-        .call = call_index_1565,
+        .call = call_index_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25991,7 +26286,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2221 sample 5",
+        .where = "ops.yaml:2232 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26000,7 +26295,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1566,
+        .call = call_index_1584,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26008,7 +26303,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2236 sample 0",
+        .where = "ops.yaml:2247 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26018,7 +26313,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 4,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1567,
+        .call = call_index_put_1585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26026,7 +26321,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2236 sample 1",
+        .where = "ops.yaml:2247 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26036,7 +26331,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1568,
+        .call = call_index_put_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26044,7 +26339,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2236 sample 2",
+        .where = "ops.yaml:2247 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26060,7 +26355,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1569,
+        .call = call_index_put_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26068,7 +26363,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2236 sample 3",
+        .where = "ops.yaml:2247 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26078,7 +26373,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1570,
+        .call = call_index_put_1588,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26086,7 +26381,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2236 sample 4",
+        .where = "ops.yaml:2247 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26096,7 +26391,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1571,
+        .call = call_index_put_1589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26104,10 +26399,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 0 result values",
+        .where = "ops.yaml:2262 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1572,
+        .call = call_sort_values_1590,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26115,10 +26410,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 0 result indices",
+        .where = "ops.yaml:2262 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1573,
+        .call = call_sort_indices_1591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26126,10 +26421,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 1 result values",
+        .where = "ops.yaml:2262 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1574,
+        .call = call_sort_values_1592,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26137,10 +26432,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 1 result indices",
+        .where = "ops.yaml:2262 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1575,
+        .call = call_sort_indices_1593,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26148,11 +26443,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 2 result values",
+        .where = "ops.yaml:2262 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_values_1576,
+        .call = call_sort_values_1594,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26160,11 +26455,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 2 result indices",
+        .where = "ops.yaml:2262 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_indices_1577,
+        .call = call_sort_indices_1595,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26172,10 +26467,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 3 result values",
+        .where = "ops.yaml:2262 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1578,
+        .call = call_sort_values_1596,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26183,10 +26478,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 3 result indices",
+        .where = "ops.yaml:2262 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1579,
+        .call = call_sort_indices_1597,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26194,10 +26489,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 4 result values",
+        .where = "ops.yaml:2262 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1580,
+        .call = call_sort_values_1598,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26205,10 +26500,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2251 sample 4 result indices",
+        .where = "ops.yaml:2262 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1581,
+        .call = call_sort_indices_1599,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26216,10 +26511,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2267 sample 0 result values",
+        .where = "ops.yaml:2278 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_values_1582,
+        .call = call_sort_stable_values_1600,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26227,10 +26522,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2267 sample 0 result indices",
+        .where = "ops.yaml:2278 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_indices_1583,
+        .call = call_sort_stable_indices_1601,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26238,11 +26533,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2267 sample 1 result values",
+        .where = "ops.yaml:2278 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_values_1584,
+        .call = call_sort_stable_values_1602,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26250,11 +26545,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2267 sample 1 result indices",
+        .where = "ops.yaml:2278 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_indices_1585,
+        .call = call_sort_stable_indices_1603,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26262,10 +26557,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 0 result values",
+        .where = "ops.yaml:2292 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1586,
+        .call = call_topk_values_1604,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26273,10 +26568,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 0 result indices",
+        .where = "ops.yaml:2292 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1587,
+        .call = call_topk_indices_1605,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26284,10 +26579,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 1 result values",
+        .where = "ops.yaml:2292 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1588,
+        .call = call_topk_values_1606,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26295,10 +26590,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 1 result indices",
+        .where = "ops.yaml:2292 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1589,
+        .call = call_topk_indices_1607,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26306,11 +26601,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 2 result values",
+        .where = "ops.yaml:2292 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_values_1590,
+        .call = call_topk_values_1608,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26318,11 +26613,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 2 result indices",
+        .where = "ops.yaml:2292 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_indices_1591,
+        .call = call_topk_indices_1609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26330,10 +26625,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 3 result values",
+        .where = "ops.yaml:2292 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1592,
+        .call = call_topk_values_1610,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26341,10 +26636,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 3 result indices",
+        .where = "ops.yaml:2292 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1593,
+        .call = call_topk_indices_1611,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26352,10 +26647,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 4 result values",
+        .where = "ops.yaml:2292 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1594,
+        .call = call_topk_values_1612,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26363,10 +26658,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2281 sample 4 result indices",
+        .where = "ops.yaml:2292 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1595,
+        .call = call_topk_indices_1613,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26374,10 +26669,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2303 sample 0",
+        .where = "ops.yaml:2314 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1596,
+        .call = call_avg_pool2d_1614,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26385,10 +26680,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2303 sample 1",
+        .where = "ops.yaml:2314 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1597,
+        .call = call_avg_pool2d_1615,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26396,14 +26691,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2303 sample 2",
+        .where = "ops.yaml:2314 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_avg_pool2d_1598,
+        .call = call_avg_pool2d_1616,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26411,10 +26706,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2303 sample 3",
+        .where = "ops.yaml:2314 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1599,
+        .call = call_avg_pool2d_1617,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26422,10 +26717,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2322 sample 0",
+        .where = "ops.yaml:2333 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1603,
+        .call = call_adaptive_avg_pool2d_1621,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26433,10 +26728,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2322 sample 1",
+        .where = "ops.yaml:2333 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1604,
+        .call = call_adaptive_avg_pool2d_1622,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26444,14 +26739,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2322 sample 2",
+        .where = "ops.yaml:2333 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_adaptive_avg_pool2d_1605,
+        .call = call_adaptive_avg_pool2d_1623,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26459,10 +26754,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2322 sample 3",
+        .where = "ops.yaml:2333 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1606,
+        .call = call_adaptive_avg_pool2d_1624,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26470,12 +26765,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2337 sample 0",
+        .where = "ops.yaml:2348 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1610,
+        .call = call_avg_pool2d_backward_1628,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26483,11 +26778,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2337 sample 1",
+        .where = "ops.yaml:2348 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1611,
+        .call = call_avg_pool2d_backward_1629,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26495,12 +26790,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2350 sample 0",
+        .where = "ops.yaml:2361 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_1613,
+        .call = call_adaptive_avg_pool2d_backward_1631,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26508,13 +26803,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2397 sample 0",
+        .where = "ops.yaml:2408 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1615,
+        .call = call_conv2d_1633,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26522,13 +26817,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2397 sample 1",
+        .where = "ops.yaml:2408 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1616,
+        .call = call_conv2d_1634,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26536,13 +26831,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2397 sample 2",
+        .where = "ops.yaml:2408 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1617,
+        .call = call_conv2d_1635,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26550,7 +26845,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2397 sample 3",
+        .where = "ops.yaml:2408 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -26564,7 +26859,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1618,
+        .call = call_conv2d_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26572,13 +26867,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2397 sample 4",
+        .where = "ops.yaml:2408 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1619,
+        .call = call_conv2d_1637,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26586,11 +26881,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2397 sample 5",
+        .where = "ops.yaml:2408 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_1620,
+        .call = call_conv2d_1638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26598,13 +26893,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2419 sample 0",
+        .where = "ops.yaml:2430 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1625,
+        .call = call_conv2d_padding_1643,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26612,13 +26907,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2419 sample 1",
+        .where = "ops.yaml:2430 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1626,
+        .call = call_conv2d_padding_1644,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26626,13 +26921,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2419 sample 2",
+        .where = "ops.yaml:2430 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1627,
+        .call = call_conv2d_padding_1645,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26640,13 +26935,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2439 sample 0",
+        .where = "ops.yaml:2450 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1632,
+        .call = call_conv1d_1650,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26654,13 +26949,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2439 sample 1",
+        .where = "ops.yaml:2450 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1633,
+        .call = call_conv1d_1651,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26668,14 +26963,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2439 sample 2",
+        .where = "ops.yaml:2450 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1634,
+        .call = call_conv1d_1652,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26683,13 +26978,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2458 sample 0",
+        .where = "ops.yaml:2469 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_1639,
+        .call = call_conv1d_padding_1657,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26697,13 +26992,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2476 sample 0",
+        .where = "ops.yaml:2487 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1644,
+        .call = call_conv_transpose2d_1662,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26711,13 +27006,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2476 sample 1",
+        .where = "ops.yaml:2487 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1645,
+        .call = call_conv_transpose2d_1663,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26725,7 +27020,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2476 sample 2",
+        .where = "ops.yaml:2487 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -26735,7 +27030,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1646,
+        .call = call_conv_transpose2d_1664,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26743,11 +27038,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2476 sample 3",
+        .where = "ops.yaml:2487 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1647,
+        .call = call_conv_transpose2d_1665,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26755,13 +27050,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2476 sample 4",
+        .where = "ops.yaml:2487 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1648,
+        .call = call_conv_transpose2d_1666,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26769,11 +27064,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2476 sample 5",
+        .where = "ops.yaml:2487 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1649,
+        .call = call_conv_transpose2d_1667,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26781,12 +27076,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2495 sample 0",
+        .where = "ops.yaml:2506 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1654,
+        .call = call_conv2d_backward_input_1672,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26794,12 +27089,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2495 sample 1",
+        .where = "ops.yaml:2506 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1655,
+        .call = call_conv2d_backward_input_1673,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26807,12 +27102,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2508 sample 0",
+        .where = "ops.yaml:2519 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1657,
+        .call = call_conv2d_backward_weight_1675,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26820,12 +27115,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2508 sample 1",
+        .where = "ops.yaml:2519 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1658,
+        .call = call_conv2d_backward_weight_1676,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26833,11 +27128,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2522 sample 0",
+        .where = "ops.yaml:2533 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1660,
+        .call = call_conv2d_backward_bias_1678,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26845,10 +27140,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2522 sample 1",
+        .where = "ops.yaml:2533 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1661,
+        .call = call_conv2d_backward_bias_1679,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26856,10 +27151,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2540 sample 0 result values",
+        .where = "ops.yaml:2551 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1664,
+        .call = call_max_pool2d_with_indices_values_1682,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26867,10 +27162,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2540 sample 0 result indices",
+        .where = "ops.yaml:2551 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1665,
+        .call = call_max_pool2d_with_indices_indices_1683,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26878,10 +27173,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2540 sample 1 result values",
+        .where = "ops.yaml:2551 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1666,
+        .call = call_max_pool2d_with_indices_values_1684,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26889,10 +27184,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2540 sample 1 result indices",
+        .where = "ops.yaml:2551 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1667,
+        .call = call_max_pool2d_with_indices_indices_1685,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26900,14 +27195,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2540 sample 2 result values",
+        .where = "ops.yaml:2551 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_values_1668,
+        .call = call_max_pool2d_with_indices_values_1686,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26915,14 +27210,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2540 sample 2 result indices",
+        .where = "ops.yaml:2551 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_indices_1669,
+        .call = call_max_pool2d_with_indices_indices_1687,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26930,10 +27225,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2540 sample 3 result values",
+        .where = "ops.yaml:2551 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1670,
+        .call = call_max_pool2d_with_indices_values_1688,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26941,10 +27236,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2540 sample 3 result indices",
+        .where = "ops.yaml:2551 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1671,
+        .call = call_max_pool2d_with_indices_indices_1689,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26952,10 +27247,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2558 sample 0",
+        .where = "ops.yaml:2569 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1675,
+        .call = call_max_pool2d_1693,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26963,10 +27258,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2558 sample 1",
+        .where = "ops.yaml:2569 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1676,
+        .call = call_max_pool2d_1694,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26974,14 +27269,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2558 sample 2",
+        .where = "ops.yaml:2569 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_1677,
+        .call = call_max_pool2d_1695,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26989,14 +27284,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2583 sample 0",
+        .where = "ops.yaml:2594 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1681,
+        .call = call_layer_norm_1699,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27004,12 +27299,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2583 sample 1",
+        .where = "ops.yaml:2594 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1682,
+        .call = call_layer_norm_1700,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27017,13 +27312,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2583 sample 2",
+        .where = "ops.yaml:2594 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1683,
+        .call = call_layer_norm_1701,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27031,14 +27326,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2583 sample 3",
+        .where = "ops.yaml:2594 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1684,
+        .call = call_layer_norm_1702,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27046,10 +27341,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2583 sample 4",
+        .where = "ops.yaml:2594 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_layer_norm_1685,
+        .call = call_layer_norm_1703,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27057,14 +27352,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2610 sample 0",
+        .where = "ops.yaml:2621 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1691,
+        .call = call_group_norm_1709,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27072,12 +27367,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2610 sample 1",
+        .where = "ops.yaml:2621 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1692,
+        .call = call_group_norm_1710,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27085,7 +27380,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2610 sample 2",
+        .where = "ops.yaml:2621 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27094,7 +27389,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1693,
+        .call = call_group_norm_1711,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27102,14 +27397,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2610 sample 3",
+        .where = "ops.yaml:2621 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1694,
+        .call = call_group_norm_1712,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27117,10 +27412,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2610 sample 4",
+        .where = "ops.yaml:2621 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_group_norm_1695,
+        .call = call_group_norm_1713,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27128,12 +27423,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2634 sample 0",
+        .where = "ops.yaml:2645 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1703,
+        .call = call_rms_norm_1721,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27141,10 +27436,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2634 sample 1",
+        .where = "ops.yaml:2645 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1704,
+        .call = call_rms_norm_1722,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27152,13 +27447,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2634 sample 2",
+        .where = "ops.yaml:2645 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1705,
+        .call = call_rms_norm_1723,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27166,12 +27461,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2634 sample 3",
+        .where = "ops.yaml:2645 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1706,
+        .call = call_rms_norm_1724,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27179,14 +27474,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2668 sample 0",
+        .where = "ops.yaml:2679 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1711,
+        .call = call_batch_norm_1729,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27194,7 +27489,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2668 sample 1",
+        .where = "ops.yaml:2679 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27209,7 +27504,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1712,
+        .call = call_batch_norm_1730,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27217,7 +27512,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2668 sample 2",
+        .where = "ops.yaml:2679 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27238,7 +27533,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1713,
+        .call = call_batch_norm_1731,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27246,7 +27541,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2668 sample 3",
+        .where = "ops.yaml:2679 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27263,7 +27558,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1714,
+        .call = call_batch_norm_1732,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27271,7 +27566,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2668 sample 4",
+        .where = "ops.yaml:2679 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27292,7 +27587,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1715,
+        .call = call_batch_norm_1733,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27300,7 +27595,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2668 sample 5",
+        .where = "ops.yaml:2679 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27317,7 +27612,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1716,
+        .call = call_batch_norm_1734,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27325,14 +27620,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2701 sample 0",
+        .where = "ops.yaml:2712 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1729,
+        .call = call_row_norm_1747,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27340,12 +27635,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2701 sample 1",
+        .where = "ops.yaml:2712 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1730,
+        .call = call_row_norm_1748,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27353,14 +27648,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2732 sample 0",
+        .where = "ops.yaml:2743 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1739,
+        .call = call_batch_norm_training_1757,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27368,7 +27663,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2732 sample 1",
+        .where = "ops.yaml:2743 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27383,7 +27678,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_training_1740,
+        .call = call_batch_norm_training_1758,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27391,10 +27686,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2901 sample 0",
+        .where = "ops.yaml:2912 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1767,
+        .call = call_softmax_1785,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27402,10 +27697,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2901 sample 1",
+        .where = "ops.yaml:2912 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1768,
+        .call = call_softmax_1786,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27413,11 +27708,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2901 sample 2",
+        .where = "ops.yaml:2912 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1769,
+        .call = call_softmax_1787,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27425,10 +27720,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2901 sample 3",
+        .where = "ops.yaml:2912 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1770,
+        .call = call_softmax_1788,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27436,10 +27731,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2901 sample 4",
+        .where = "ops.yaml:2912 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1771,
+        .call = call_softmax_1789,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27447,10 +27742,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2901 sample 5",
+        .where = "ops.yaml:2912 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_softmax_1772,
+        .call = call_softmax_1790,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27458,10 +27753,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2901 sample 6",
+        .where = "ops.yaml:2912 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_softmax_1773,
+        .call = call_softmax_1791,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27469,10 +27764,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2921 sample 0",
+        .where = "ops.yaml:2932 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1776,
+        .call = call_log_softmax_1794,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27480,10 +27775,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2921 sample 1",
+        .where = "ops.yaml:2932 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1777,
+        .call = call_log_softmax_1795,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27491,11 +27786,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2921 sample 2",
+        .where = "ops.yaml:2932 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1778,
+        .call = call_log_softmax_1796,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27503,10 +27798,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2921 sample 3",
+        .where = "ops.yaml:2932 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1779,
+        .call = call_log_softmax_1797,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27514,10 +27809,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2921 sample 4",
+        .where = "ops.yaml:2932 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1780,
+        .call = call_log_softmax_1798,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27525,10 +27820,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2921 sample 5",
+        .where = "ops.yaml:2932 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_log_softmax_1781,
+        .call = call_log_softmax_1799,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27536,10 +27831,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2921 sample 6",
+        .where = "ops.yaml:2932 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_log_softmax_1782,
+        .call = call_log_softmax_1800,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27547,11 +27842,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2941 sample 0",
+        .where = "ops.yaml:2952 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1785,
+        .call = call_softmax_backward_data_1803,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27559,11 +27854,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2941 sample 1",
+        .where = "ops.yaml:2952 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1786,
+        .call = call_softmax_backward_data_1804,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27571,7 +27866,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2941 sample 2",
+        .where = "ops.yaml:2952 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27579,7 +27874,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1787,
+        .call = call_softmax_backward_data_1805,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27587,11 +27882,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2958 sample 0",
+        .where = "ops.yaml:2969 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1791,
+        .call = call_log_softmax_backward_data_1809,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27599,11 +27894,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2958 sample 1",
+        .where = "ops.yaml:2969 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1792,
+        .call = call_log_softmax_backward_data_1810,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27611,7 +27906,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2958 sample 2",
+        .where = "ops.yaml:2969 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27619,7 +27914,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1793,
+        .call = call_log_softmax_backward_data_1811,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27627,10 +27922,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2997 sample 0",
+        .where = "ops.yaml:3008 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1797,
+        .call = call_dropout_1815,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27638,11 +27933,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2997 sample 1",
+        .where = "ops.yaml:3008 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1798,
+        .call = call_dropout_1816,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27650,10 +27945,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2997 sample 2",
+        .where = "ops.yaml:3008 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1799,
+        .call = call_dropout_1817,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27661,10 +27956,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2997 sample 3",
+        .where = "ops.yaml:3008 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1800,
+        .call = call_dropout_1818,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27672,10 +27967,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2997 sample 4",
+        .where = "ops.yaml:3008 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1801,
+        .call = call_dropout_1819,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27683,11 +27978,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3011 sample 0",
+        .where = "ops.yaml:3022 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1803,
+        .call = call_mse_loss_1821,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27695,12 +27990,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3011 sample 1",
+        .where = "ops.yaml:3022 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1804,
+        .call = call_mse_loss_1822,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27708,11 +28003,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3011 sample 2",
+        .where = "ops.yaml:3022 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1805,
+        .call = call_mse_loss_1823,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27720,11 +28015,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3011 sample 3",
+        .where = "ops.yaml:3022 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1806,
+        .call = call_mse_loss_1824,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27732,11 +28027,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3011 sample 4",
+        .where = "ops.yaml:3022 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1807,
+        .call = call_mse_loss_1825,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27744,11 +28039,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3026 sample 0",
+        .where = "ops.yaml:3037 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1810,
+        .call = call_l1_loss_1828,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27756,12 +28051,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3026 sample 1",
+        .where = "ops.yaml:3037 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1811,
+        .call = call_l1_loss_1829,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27769,11 +28064,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3026 sample 2",
+        .where = "ops.yaml:3037 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1812,
+        .call = call_l1_loss_1830,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27781,11 +28076,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3026 sample 3",
+        .where = "ops.yaml:3037 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1813,
+        .call = call_l1_loss_1831,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27793,11 +28088,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3026 sample 4",
+        .where = "ops.yaml:3037 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1814,
+        .call = call_l1_loss_1832,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27805,11 +28100,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3041 sample 0",
+        .where = "ops.yaml:3052 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1817,
+        .call = call_smooth_l1_loss_1835,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27817,12 +28112,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3041 sample 1",
+        .where = "ops.yaml:3052 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1818,
+        .call = call_smooth_l1_loss_1836,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27830,11 +28125,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3041 sample 2",
+        .where = "ops.yaml:3052 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1819,
+        .call = call_smooth_l1_loss_1837,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27842,11 +28137,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3041 sample 3",
+        .where = "ops.yaml:3052 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1820,
+        .call = call_smooth_l1_loss_1838,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27854,11 +28149,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3041 sample 4",
+        .where = "ops.yaml:3052 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1821,
+        .call = call_smooth_l1_loss_1839,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27866,11 +28161,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3041 sample 5",
+        .where = "ops.yaml:3052 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1822,
+        .call = call_smooth_l1_loss_1840,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27878,11 +28173,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3057 sample 0",
+        .where = "ops.yaml:3068 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1825,
+        .call = call_huber_loss_1843,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27890,12 +28185,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3057 sample 1",
+        .where = "ops.yaml:3068 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1826,
+        .call = call_huber_loss_1844,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27903,11 +28198,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3057 sample 2",
+        .where = "ops.yaml:3068 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1827,
+        .call = call_huber_loss_1845,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27915,11 +28210,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3057 sample 3",
+        .where = "ops.yaml:3068 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1828,
+        .call = call_huber_loss_1846,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27927,11 +28222,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3057 sample 4",
+        .where = "ops.yaml:3068 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1829,
+        .call = call_huber_loss_1847,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27939,11 +28234,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3074 sample 0",
+        .where = "ops.yaml:3085 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1832,
+        .call = call_binary_cross_entropy_elementwise_1850,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27951,12 +28246,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3074 sample 1",
+        .where = "ops.yaml:3085 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1833,
+        .call = call_binary_cross_entropy_elementwise_1851,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27964,11 +28259,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3074 sample 2",
+        .where = "ops.yaml:3085 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1834,
+        .call = call_binary_cross_entropy_elementwise_1852,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27976,11 +28271,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3074 sample 3",
+        .where = "ops.yaml:3085 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1835,
+        .call = call_binary_cross_entropy_elementwise_1853,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27988,11 +28283,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3089 sample 0",
+        .where = "ops.yaml:3100 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1838,
+        .call = call_binary_cross_entropy_1856,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28000,12 +28295,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3089 sample 1",
+        .where = "ops.yaml:3100 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1839,
+        .call = call_binary_cross_entropy_1857,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28013,7 +28308,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3089 sample 2",
+        .where = "ops.yaml:3100 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28023,7 +28318,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1840,
+        .call = call_binary_cross_entropy_1858,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28031,11 +28326,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3089 sample 3",
+        .where = "ops.yaml:3100 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1841,
+        .call = call_binary_cross_entropy_1859,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28043,7 +28338,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3089 sample 4",
+        .where = "ops.yaml:3100 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -28053,7 +28348,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1842,
+        .call = call_binary_cross_entropy_1860,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28061,7 +28356,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3089 sample 5",
+        .where = "ops.yaml:3100 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28071,7 +28366,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1843,
+        .call = call_binary_cross_entropy_1861,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28079,11 +28374,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3105 sample 0",
+        .where = "ops.yaml:3116 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1847,
+        .call = call_binary_cross_entropy_with_logits_1865,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28091,7 +28386,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3105 sample 1",
+        .where = "ops.yaml:3116 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28102,7 +28397,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1848,
+        .call = call_binary_cross_entropy_with_logits_1866,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28110,7 +28405,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3105 sample 2",
+        .where = "ops.yaml:3116 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28126,7 +28421,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1849,
+        .call = call_binary_cross_entropy_with_logits_1867,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28134,7 +28429,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3105 sample 3",
+        .where = "ops.yaml:3116 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28144,7 +28439,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1850,
+        .call = call_binary_cross_entropy_with_logits_1868,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28152,7 +28447,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3105 sample 4",
+        .where = "ops.yaml:3116 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28162,7 +28457,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1851,
+        .call = call_binary_cross_entropy_with_logits_1869,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28170,11 +28465,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3105 sample 5",
+        .where = "ops.yaml:3116 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1852,
+        .call = call_binary_cross_entropy_with_logits_1870,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28182,11 +28477,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3128 sample 0",
+        .where = "ops.yaml:3139 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1857,
+        .call = call_nll_loss_1875,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28194,7 +28489,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3128 sample 1",
+        .where = "ops.yaml:3139 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28204,7 +28499,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1858,
+        .call = call_nll_loss_1876,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28212,7 +28507,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3128 sample 2",
+        .where = "ops.yaml:3139 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28222,7 +28517,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1859,
+        .call = call_nll_loss_1877,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28230,12 +28525,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3128 sample 3",
+        .where = "ops.yaml:3139 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1860,
+        .call = call_nll_loss_1878,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28243,7 +28538,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3128 sample 4",
+        .where = "ops.yaml:3139 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28253,7 +28548,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1861,
+        .call = call_nll_loss_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28261,11 +28556,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3128 sample 5",
+        .where = "ops.yaml:3139 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1862,
+        .call = call_nll_loss_1880,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28273,11 +28568,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 0",
+        .where = "ops.yaml:3162 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1868,
+        .call = call_cross_entropy_loss_1886,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28285,7 +28580,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 1",
+        .where = "ops.yaml:3162 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28295,7 +28590,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1869,
+        .call = call_cross_entropy_loss_1887,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28303,7 +28598,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 2",
+        .where = "ops.yaml:3162 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28313,7 +28608,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1870,
+        .call = call_cross_entropy_loss_1888,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28321,7 +28616,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 3",
+        .where = "ops.yaml:3162 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28331,7 +28626,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1871,
+        .call = call_cross_entropy_loss_1889,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28339,12 +28634,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 4",
+        .where = "ops.yaml:3162 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1872,
+        .call = call_cross_entropy_loss_1890,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28352,11 +28647,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 5",
+        .where = "ops.yaml:3162 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1873,
+        .call = call_cross_entropy_loss_1891,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28364,7 +28659,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 6",
+        .where = "ops.yaml:3162 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28374,7 +28669,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_loss_1874,
+        .call = call_cross_entropy_loss_1892,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28382,11 +28677,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 7",
+        .where = "ops.yaml:3162 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1875,
+        .call = call_cross_entropy_loss_1893,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28394,13 +28689,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 8",
+        .where = "ops.yaml:3162 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1876,
+        .call = call_cross_entropy_loss_1894,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28408,13 +28703,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 9",
+        .where = "ops.yaml:3162 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1877,
+        .call = call_cross_entropy_loss_1895,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28422,12 +28717,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 10",
+        .where = "ops.yaml:3162 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1878,
+        .call = call_cross_entropy_loss_1896,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28435,13 +28730,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3151 sample 11",
+        .where = "ops.yaml:3162 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1879,
+        .call = call_cross_entropy_loss_1897,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28449,11 +28744,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3177 sample 0",
+        .where = "ops.yaml:3188 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1885,
+        .call = call_cross_entropy_index_1903,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28461,7 +28756,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3177 sample 1",
+        .where = "ops.yaml:3188 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28471,7 +28766,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_index_1886,
+        .call = call_cross_entropy_index_1904,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28479,12 +28774,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3177 sample 2",
+        .where = "ops.yaml:3188 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1887,
+        .call = call_cross_entropy_index_1905,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28492,7 +28787,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3177 sample 3",
+        .where = "ops.yaml:3188 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28502,7 +28797,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_index_1888,
+        .call = call_cross_entropy_index_1906,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28510,11 +28805,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3177 sample 4",
+        .where = "ops.yaml:3188 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1889,
+        .call = call_cross_entropy_index_1907,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28522,11 +28817,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3177 sample 5",
+        .where = "ops.yaml:3188 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1890,
+        .call = call_cross_entropy_index_1908,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28534,11 +28829,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3177 sample 6",
+        .where = "ops.yaml:3188 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1891,
+        .call = call_cross_entropy_index_1909,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28546,12 +28841,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3216 sample 0",
+        .where = "ops.yaml:3227 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1895,
+        .call = call_scaled_dot_product_attention_1913,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28559,7 +28854,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3216 sample 1",
+        .where = "ops.yaml:3227 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -28569,7 +28864,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1896,
+        .call = call_scaled_dot_product_attention_1914,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28577,7 +28872,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3216 sample 2",
+        .where = "ops.yaml:3227 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -28587,7 +28882,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1897,
+        .call = call_scaled_dot_product_attention_1915,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28595,12 +28890,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3216 sample 3",
+        .where = "ops.yaml:3227 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1898,
+        .call = call_scaled_dot_product_attention_1916,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28608,7 +28903,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3216 sample 4",
+        .where = "ops.yaml:3227 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28618,7 +28913,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1899,
+        .call = call_scaled_dot_product_attention_1917,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28626,12 +28921,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3216 sample 5",
+        .where = "ops.yaml:3227 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1900,
+        .call = call_scaled_dot_product_attention_1918,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28639,12 +28934,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3216 sample 6",
+        .where = "ops.yaml:3227 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1901,
+        .call = call_scaled_dot_product_attention_1919,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28652,12 +28947,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3244 sample 0 result output",
+        .where = "ops.yaml:3255 sample 0 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1908,
+        .call = call_scaled_dot_product_attention_math_output_1926,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28665,12 +28960,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3244 sample 0 result attn",
+        .where = "ops.yaml:3255 sample 0 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1909,
+        .call = call_scaled_dot_product_attention_math_attn_1927,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28678,7 +28973,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3244 sample 1 result output",
+        .where = "ops.yaml:3255 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28688,7 +28983,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1910,
+        .call = call_scaled_dot_product_attention_math_output_1928,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28696,7 +28991,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3244 sample 1 result attn",
+        .where = "ops.yaml:3255 sample 1 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28706,7 +29001,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1911,
+        .call = call_scaled_dot_product_attention_math_attn_1929,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28714,12 +29009,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3244 sample 2 result output",
+        .where = "ops.yaml:3255 sample 2 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1912,
+        .call = call_scaled_dot_product_attention_math_output_1930,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28727,12 +29022,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3244 sample 2 result attn",
+        .where = "ops.yaml:3255 sample 2 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1913,
+        .call = call_scaled_dot_product_attention_math_attn_1931,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28740,12 +29035,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3244 sample 3 result output",
+        .where = "ops.yaml:3255 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1914,
+        .call = call_scaled_dot_product_attention_math_output_1932,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28753,12 +29048,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3244 sample 3 result attn",
+        .where = "ops.yaml:3255 sample 3 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1915,
+        .call = call_scaled_dot_product_attention_math_attn_1933,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28766,9 +29061,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3274 sample 0",
+        .where = "ops.yaml:3285 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1923,
+        .call = call_empty_1941,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28776,9 +29071,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3274 sample 1",
+        .where = "ops.yaml:3285 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1924,
+        .call = call_empty_1942,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28786,9 +29081,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3274 sample 2",
+        .where = "ops.yaml:3285 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1925,
+        .call = call_empty_1943,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28796,9 +29091,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3281 sample 0",
+        .where = "ops.yaml:3292 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1926,
+        .call = call_zeros_1944,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28806,9 +29101,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3289 sample 0",
+        .where = "ops.yaml:3300 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1927,
+        .call = call_ones_1945,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28816,52 +29111,29 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3304 sample 0",
-        .n_inputs = 0,
-        .call = call_full_1928,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3304 sample 1",
-        .n_inputs = 0,
-        .call = call_full_1929,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full",
-        .where = "ops.yaml:3304 sample 2",
-        .n_inputs = 0,
-        .call = call_full_1930,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "empty_like",
         .where = "ops.yaml:3315 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1931,
+        .n_inputs = 0,
+        .call = call_full_1946,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "empty_like",
+        .op = "full",
         .where = "ops.yaml:3315 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1932,
+        .n_inputs = 0,
+        .call = call_full_1947,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:3315 sample 2",
+        .n_inputs = 0,
+        .call = call_full_1948,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28869,44 +29141,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3315 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1933,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:3335 sample 0",
+        .where = "ops.yaml:3326 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1934,
+        .call = call_empty_like_1949,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3335 sample 1",
+        .op = "empty_like",
+        .where = "ops.yaml:3326 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1935,
+        .call = call_empty_like_1950,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "ones_like",
-        .where = "ops.yaml:3335 sample 2",
+        .op = "empty_like",
+        .where = "ops.yaml:3326 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1936,
+        .call = call_empty_like_1951,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28914,10 +29175,44 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3335 sample 3",
+        .where = "ops.yaml:3346 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1952,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3346 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ones_like_1953,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3346 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1954,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3346 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1937,
+        .call = call_ones_like_1955,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28925,10 +29220,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3347 sample 0",
+        .where = "ops.yaml:3358 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1938,
+        .call = call_full_like_1956,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28936,11 +29231,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3347 sample 1",
+        .where = "ops.yaml:3358 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1939,
+        .call = call_full_like_1957,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28948,10 +29243,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3347 sample 2",
+        .where = "ops.yaml:3358 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1940,
+        .call = call_full_like_1958,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28959,9 +29254,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3352 sample 0",
+        .where = "ops.yaml:3363 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1941,
+        .call = call_arange_1959,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28969,9 +29264,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3367 sample 0",
+        .where = "ops.yaml:3378 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1942,
+        .call = call_linspace_1960,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28979,9 +29274,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3367 sample 1",
+        .where = "ops.yaml:3378 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1943,
+        .call = call_linspace_1961,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28989,9 +29284,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3367 sample 2",
+        .where = "ops.yaml:3378 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1944,
+        .call = call_linspace_1962,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28999,29 +29294,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3379 sample 0",
-        .n_inputs = 0,
-        .call = call_eye_1945,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eye",
-        .where = "ops.yaml:3379 sample 1",
-        .n_inputs = 0,
-        .call = call_eye_1946,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eye.m",
         .where = "ops.yaml:3390 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1947,
+        .call = call_eye_1963,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:3390 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_1964,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29029,9 +29314,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3390 sample 1",
+        .where = "ops.yaml:3401 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1948,
+        .call = call_eye_m_1965,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:3401 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_m_1966,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29039,9 +29334,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3394 sample 0",
+        .where = "ops.yaml:3405 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1949,
+        .call = call_rand_1967,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29049,9 +29344,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3405 sample 0",
+        .where = "ops.yaml:3416 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1951,
+        .call = call_randn_1969,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29059,10 +29354,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3422 sample 0",
+        .where = "ops.yaml:3433 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1953,
+        .call = call_rand_like_1971,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29070,10 +29365,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3422 sample 1",
+        .where = "ops.yaml:3433 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1954,
+        .call = call_rand_like_1972,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29081,31 +29376,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3432 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1955,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randn_like",
-        .where = "ops.yaml:3432 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1956,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "randint",
         .where = "ops.yaml:3443 sample 0",
-        .n_inputs = 0,
-        .call = call_randint_1957,
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1973,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:3443 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1974,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29113,9 +29398,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3443 sample 1",
+        .where = "ops.yaml:3454 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1958,
+        .call = call_randint_1975,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:3454 sample 1",
+        .n_inputs = 0,
+        .call = call_randint_1976,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29123,9 +29418,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3454 sample 0",
+        .where = "ops.yaml:3465 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1959,
+        .call = call_randint_low_1977,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29133,9 +29428,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3464 sample 0",
+        .where = "ops.yaml:3475 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1960,
+        .call = call_randperm_1978,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29143,9 +29438,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3464 sample 1",
+        .where = "ops.yaml:3475 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1961,
+        .call = call_randperm_1979,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29153,134 +29448,123 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3481 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1962,
-        .call_inplace = inplace_bernoulli_p_1963,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3481 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1964,
-        .call_inplace = inplace_bernoulli_p_1965,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3481 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1966,
-        .call_inplace = inplace_bernoulli_p_1967,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
         .where = "ops.yaml:3492 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1968,
-        .call_inplace = inplace_normal_1969,
+        .call = call_bernoulli_p_1980,
+        .call_inplace = inplace_bernoulli_p_1981,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "normal",
+        .op = "bernoulli.p",
         .where = "ops.yaml:3492 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1970,
-        .call_inplace = inplace_normal_1971,
+        .call = call_bernoulli_p_1982,
+        .call_inplace = inplace_bernoulli_p_1983,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3492 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1984,
+        .call_inplace = inplace_bernoulli_p_1985,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3492 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1972,
-        .call_inplace = inplace_normal_1973,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3504 sample 0",
+        .where = "ops.yaml:3503 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1975,
-        .call_inplace = inplace_uniform_1976,
+        .call = call_normal_1986,
+        .call_inplace = inplace_normal_1987,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "uniform",
-        .where = "ops.yaml:3504 sample 1",
+        .op = "normal",
+        .where = "ops.yaml:3503 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1977,
-        .call_inplace = inplace_uniform_1978,
+        .call = call_normal_1988,
+        .call_inplace = inplace_normal_1989,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3503 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1990,
+        .call_inplace = inplace_normal_1991,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3504 sample 2",
+        .where = "ops.yaml:3515 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1993,
+        .call_inplace = inplace_uniform_1994,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3515 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_1995,
+        .call_inplace = inplace_uniform_1996,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3515 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1979,
-        .call_inplace = inplace_uniform_1980,
+        .call = call_uniform_1997,
+        .call_inplace = inplace_uniform_1998,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3517 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1982,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "maybe_multiply",
-        .where = "ops.yaml:3517 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_1983,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "sum_to",
         .where = "ops.yaml:3528 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1985,
+        .call = call_maybe_multiply_2000,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "maybe_multiply",
+        .where = "ops.yaml:3528 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_maybe_multiply_2001,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29288,10 +29572,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3528 sample 1",
+        .where = "ops.yaml:3539 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_2003,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sum_to",
+        .where = "ops.yaml:3539 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1986,
+        .call = call_sum_to_2004,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -30433,7 +30728,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1194,
+        .call = error_mm_1200,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
@@ -30443,7 +30738,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1195,
+        .call = error_mm_1201,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
@@ -30453,7 +30748,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1196,
+        .call = error_mm_1202,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
@@ -30463,1697 +30758,1697 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1197,
+        .call = error_mm_1203,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1368: self.dim >= 1",
+        .what = "ops.yaml:1371: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1209,
+        .call = error_matmul_1216,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1370: other.dim >= 1",
+        .what = "ops.yaml:1373: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1210,
+        .call = error_matmul_1217,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1362: dtype of self",
+        .what = "ops.yaml:1365: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1211,
+        .call = error_matmul_1218,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1393: self.dim == 3",
+        .what = "ops.yaml:1397: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1220,
+        .call = error_bmm_1229,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1395: mat2.dim == 3",
+        .what = "ops.yaml:1399: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1221,
+        .call = error_bmm_1230,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1397: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1401: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1222,
+        .call = error_bmm_1231,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1399: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1403: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1223,
+        .call = error_bmm_1232,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1387: dtype of self",
+        .what = "ops.yaml:1391: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1224,
+        .call = error_bmm_1233,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1416: mat1.dim == 2",
+        .what = "ops.yaml:1421: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1235,
+        .call = error_addmm_1248,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1418: mat2.dim == 2",
+        .what = "ops.yaml:1423: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1236,
+        .call = error_addmm_1249,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1420: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1425: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1237,
+        .call = error_addmm_1250,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1422: self.dim <= 2",
+        .what = "ops.yaml:1427: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1238,
+        .call = error_addmm_1251,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1424: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1429: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1239,
+        .call = error_addmm_1252,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1426: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+            "ops.yaml:1431: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1240,
+        .call = error_addmm_1253,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1410: dtype of self",
+        .what = "ops.yaml:1415: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1241,
+        .call = error_addmm_1254,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1444: batch1.dim == 3",
+        .what = "ops.yaml:1451: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1252,
+        .call = error_baddbmm_1267,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1446: batch2.dim == 3",
+        .what = "ops.yaml:1453: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1253,
+        .call = error_baddbmm_1268,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1448: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1455: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1254,
+        .call = error_baddbmm_1269,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1450: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1457: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1255,
+        .call = error_baddbmm_1270,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1452: self.dim <= 3",
+        .what = "ops.yaml:1459: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1256,
+        .call = error_baddbmm_1271,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1454: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1461: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1257,
+        .call = error_baddbmm_1272,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1456: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1463: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1258,
+        .call = error_baddbmm_1273,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1458: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+            "ops.yaml:1465: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1259,
+        .call = error_baddbmm_1274,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1438: dtype of self",
+        .what = "ops.yaml:1445: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1260,
+        .call = error_baddbmm_1275,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1476: self.dim == 1",
+        .what = "ops.yaml:1484: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1264,
+        .call = error_dot_1280,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1478: tensor.dim == 1",
+        .what = "ops.yaml:1486: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1265,
+        .call = error_dot_1281,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1480: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1488: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1266,
+        .call = error_dot_1282,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1470: dtype of self",
+        .what = "ops.yaml:1478: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1267,
+        .call = error_dot_1283,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1495: self.dim == 1",
+        .what = "ops.yaml:1504: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1271,
+        .call = error_outer_1288,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1497: vec2.dim == 1",
+        .what = "ops.yaml:1506: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1272,
+        .call = error_outer_1289,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1489: dtype of self",
+        .what = "ops.yaml:1498: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1273,
+        .call = error_outer_1290,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1512: input.dim >= 1",
+        .what = "ops.yaml:1522: input.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1286,
+        .call = error_linear_1304,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1514: weight.dim == 1 or weight.dim == 2",
+        .what = "ops.yaml:1524: weight.dim == 1 or weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1287,
+        .call = error_linear_1305,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1516: input.size(-1) == weight.size(-1)",
+        .what = "ops.yaml:1526: input.size(-1) == weight.size(-1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1288,
+        .call = error_linear_1306,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1520: weight.dim == 2 or bias is None",
+        .what = "ops.yaml:1530: weight.dim == 2 or bias is None",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1289,
+        .call = error_linear_1307,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1506: dtype of input",
+        .what = "ops.yaml:1516: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1290,
+        .call = error_linear_1308,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linear: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1544: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
+        .what = "ops.yaml:1555: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1295,
+        .call = error_mm_mat1_backward_1313,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1546: grad.size(1) == mat2.size(1)",
+        .what = "ops.yaml:1557: grad.size(1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1296,
+        .call = error_mm_mat1_backward_1314,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1548: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1559: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1297,
+        .call = error_mm_mat1_backward_1315,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1538: dtype of grad",
+        .what = "ops.yaml:1549: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1298,
+        .call = error_mm_mat1_backward_1316,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1565: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
+        .what = "ops.yaml:1576: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1303,
+        .call = error_mm_mat2_backward_1321,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1567: grad.size(0) == mat1.size(0)",
+        .what = "ops.yaml:1578: grad.size(0) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1304,
+        .call = error_mm_mat2_backward_1322,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1569: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
+        .what = "ops.yaml:1580: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1305,
+        .call = error_mm_mat2_backward_1323,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1559: dtype of grad",
+        .what = "ops.yaml:1570: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1306,
+        .call = error_mm_mat2_backward_1324,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:1587: self.dim <= 2",
+        .what = "ops.yaml:1598: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_1309,
+        .call = error_t_1327,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1595: dim0 out of range",
+        .what = "ops.yaml:1606: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1312,
+        .call = error_transpose_1330,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1595: dim1 out of range",
+        .what = "ops.yaml:1606: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1313,
+        .call = error_transpose_1331,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1612: len(dims) == self.dim",
+        .what = "ops.yaml:1623: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1315,
+        .call = error_permute_1333,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1606: dims out of range",
+        .what = "ops.yaml:1617: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1316,
+        .call = error_permute_1334,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1658: dim out of range",
+        .what = "ops.yaml:1669: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1326,
+        .call = error_squeeze_dim_1344,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1669: dim out of range",
+        .what = "ops.yaml:1680: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1329,
+        .call = error_unsqueeze_1347,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1686: step > 0",
+        .what = "ops.yaml:1697: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1332,
+        .call = error_slice_1350,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1680: dim out of range",
+        .what = "ops.yaml:1691: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1333,
+        .call = error_slice_1351,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1694: dim out of range",
+        .what = "ops.yaml:1705: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1336,
+        .call = error_select_1354,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1720: start_dim <= end_dim",
+        .what = "ops.yaml:1731: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1343,
+        .call = error_flatten_1361,
         .expect = 0,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1714: start_dim out of range",
+        .what = "ops.yaml:1725: start_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1344,
+        .call = error_flatten_1362,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1714: end_dim out of range",
+        .what = "ops.yaml:1725: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1345,
+        .call = error_flatten_1363,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1737: self.dim >= 1",
+        .what = "ops.yaml:1748: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1350,
+        .call = error_unflatten_1368,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1739: len(sizes) >= 1",
+        .what = "ops.yaml:1750: len(sizes) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1351,
+        .call = error_unflatten_1369,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1731: dim out of range",
+        .what = "ops.yaml:1742: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1352,
+        .call = error_unflatten_1370,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1767: self.dim >= 1",
+        .what = "ops.yaml:1778: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1361,
+        .call = error_narrow_1379,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1769: length >= 0",
+        .what = "ops.yaml:1780: length >= 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1362,
+        .call = error_narrow_1380,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1761: dim out of range",
+        .what = "ops.yaml:1772: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1363,
+        .call = error_narrow_1381,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "repeat",
-        .what = "ops.yaml:1784: len(repeats) >= self.dim",
+        .what = "ops.yaml:1795: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_repeat_1370,
+        .call = error_repeat_1388,
         .expect = 0,
         .expect_prefix = "repeat: ",
     },
     {
         .op = "flip",
-        .what = "ops.yaml:1796: dims out of range",
+        .what = "ops.yaml:1807: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flip_1376,
+        .call = error_flip_1394,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flip: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1816: len(shifts) >= 1",
+        .what = "ops.yaml:1827: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1382,
+        .call = error_roll_1400,
         .expect = 0,
         .expect_prefix = "roll: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1810: dims out of range",
+        .what = "ops.yaml:1821: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1383,
+        .call = error_roll_1401,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "roll: ",
     },
     {
         .op = "tril",
-        .what = "ops.yaml:1840: self.dim >= 2",
+        .what = "ops.yaml:1851: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_tril_1389,
+        .call = error_tril_1407,
         .expect = 0,
         .expect_prefix = "tril: ",
     },
     {
         .op = "triu",
-        .what = "ops.yaml:1856: self.dim >= 2",
+        .what = "ops.yaml:1867: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_triu_1395,
+        .call = error_triu_1413,
         .expect = 0,
         .expect_prefix = "triu: ",
     },
     {
         .op = "pad",
-        .what = "ops.yaml:1867: mode not a choice",
+        .what = "ops.yaml:1878: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pad_1404,
+        .call = error_pad_1422,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "pad: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1933: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1421,
+        .call = error_split_1439,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1933: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1423,
+        .call = error_split_1441,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1933: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_1425,
+        .call = error_split_1443,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1922: out_capacity below the count",
+        .what = "ops.yaml:1933: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1427,
+        .call = error_split_1445,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1935: out_capacity below the count",
+        .what = "ops.yaml:1946: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1429,
+        .call = error_split_with_sizes_1447,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1935: out_capacity below the count",
+        .what = "ops.yaml:1946: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1431,
+        .call = error_split_with_sizes_1449,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1935: out_capacity below the count",
+        .what = "ops.yaml:1946: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_with_sizes_1433,
+        .call = error_split_with_sizes_1451,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1935: out_capacity below the count",
+        .what = "ops.yaml:1946: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1435,
+        .call = error_split_with_sizes_1453,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1948: out_capacity below the count",
+        .what = "ops.yaml:1959: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1437,
+        .call = error_chunk_1455,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1948: out_capacity below the count",
+        .what = "ops.yaml:1959: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1439,
+        .call = error_chunk_1457,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1948: out_capacity below the count",
+        .what = "ops.yaml:1959: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_chunk_1441,
+        .call = error_chunk_1459,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1948: out_capacity below the count",
+        .what = "ops.yaml:1959: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1443,
+        .call = error_chunk_1461,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1961: out_capacity below the count",
+        .what = "ops.yaml:1972: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1445,
+        .call = error_unbind_1463,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1961: out_capacity below the count",
+        .what = "ops.yaml:1972: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1447,
+        .call = error_unbind_1465,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1961: out_capacity below the count",
+        .what = "ops.yaml:1972: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_unbind_1449,
+        .call = error_unbind_1467,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1961: out_capacity below the count",
+        .what = "ops.yaml:1972: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1451,
+        .call = error_unbind_1469,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1977: dtype of index",
+        .what = "ops.yaml:1988: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_1464,
+        .call = error_index_select_1482,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1977: dim out of range",
+        .what = "ops.yaml:1988: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_1465,
+        .call = error_index_select_1483,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2001: dtype of index",
+        .what = "ops.yaml:2012: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1476,
+        .call = error_index_add_1494,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2001: dim out of range",
+        .what = "ops.yaml:2012: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1477,
+        .call = error_index_add_1495,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2016: dtype of index",
+        .what = "ops.yaml:2027: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1484,
+        .call = error_index_copy_1502,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2016: dim out of range",
+        .what = "ops.yaml:2027: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1485,
+        .call = error_index_copy_1503,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2029: dtype of index",
+        .what = "ops.yaml:2040: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_1496,
+        .call = error_gather_1514,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2029: dim out of range",
+        .what = "ops.yaml:2040: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_1497,
+        .call = error_gather_1515,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2052: dtype of index",
+        .what = "ops.yaml:2063: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1506,
+        .call = error_scatter_1524,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2052: dim out of range",
+        .what = "ops.yaml:2063: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1507,
+        .call = error_scatter_1525,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2074: dtype of index",
+        .what = "ops.yaml:2085: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_1514,
+        .call = error_scatter_value_1532,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2074: dim out of range",
+        .what = "ops.yaml:2085: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_1515,
+        .call = error_scatter_value_1533,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2086: dtype of index",
+        .what = "ops.yaml:2097: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1526,
+        .call = error_scatter_add_1544,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2086: dim out of range",
+        .what = "ops.yaml:2097: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1527,
+        .call = error_scatter_add_1545,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2106: weight.dim == 2",
+        .what = "ops.yaml:2117: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1532,
+        .call = error_embedding_1550,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2108: sparse == 0",
+        .what = "ops.yaml:2119: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1533,
+        .call = error_embedding_1551,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2101: dtype of indices",
+        .what = "ops.yaml:2112: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_1534,
+        .call = error_embedding_1552,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:2120: dtype of indices",
+        .what = "ops.yaml:2131: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_1537,
+        .call = error_embedding_dense_backward_1555,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:2148: dtype of self",
+        .what = "ops.yaml:2159: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_1542,
+        .call = error_one_hot_1560,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2172: dtype of mask",
+        .what = "ops.yaml:2183: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_1552,
+        .call = error_masked_select_1570,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2172: broadcast",
+        .what = "ops.yaml:2183: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_1553,
+        .call = error_masked_select_1571,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2296: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2307: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1600,
+        .call = error_avg_pool2d_1618,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2298: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2309: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1601,
+        .call = error_avg_pool2d_1619,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2291: dtype of self",
+        .what = "ops.yaml:2302: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_1602,
+        .call = error_avg_pool2d_1620,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2315: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2326: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1607,
+        .call = error_adaptive_avg_pool2d_1625,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2317: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:2328: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1608,
+        .call = error_adaptive_avg_pool2d_1626,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2310: dtype of self",
+        .what = "ops.yaml:2321: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_1609,
+        .call = error_adaptive_avg_pool2d_1627,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2329: dtype of grad_output",
+        .what = "ops.yaml:2340: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_1612,
+        .call = error_avg_pool2d_backward_1630,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2342: dtype of grad_output",
+        .what = "ops.yaml:2353: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_1614,
+        .call = error_adaptive_avg_pool2d_backward_1632,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2388: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2399: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1621,
+        .call = error_conv2d_1639,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2390: weight.dim == 4",
+        .what = "ops.yaml:2401: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1622,
+        .call = error_conv2d_1640,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2392: groups > 0",
+        .what = "ops.yaml:2403: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1623,
+        .call = error_conv2d_1641,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2382: dtype of input",
+        .what = "ops.yaml:2393: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_1624,
+        .call = error_conv2d_1642,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2413: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2424: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1628,
+        .call = error_conv2d_padding_1646,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2415: weight.dim == 4",
+        .what = "ops.yaml:2426: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1629,
+        .call = error_conv2d_padding_1647,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2406: padding not a choice",
+        .what = "ops.yaml:2417: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1630,
+        .call = error_conv2d_padding_1648,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2406: dtype of input",
+        .what = "ops.yaml:2417: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1631,
+        .call = error_conv2d_padding_1649,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2431: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2442: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1635,
+        .call = error_conv1d_1653,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2433: weight.dim == 3",
+        .what = "ops.yaml:2444: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1636,
+        .call = error_conv1d_1654,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2435: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:2446: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1637,
+        .call = error_conv1d_1655,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2425: dtype of input",
+        .what = "ops.yaml:2436: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_1638,
+        .call = error_conv1d_1656,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2452: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2463: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1640,
+        .call = error_conv1d_padding_1658,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2454: weight.dim == 3",
+        .what = "ops.yaml:2465: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1641,
+        .call = error_conv1d_padding_1659,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2445: padding not a choice",
+        .what = "ops.yaml:2456: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1642,
+        .call = error_conv1d_padding_1660,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2445: dtype of input",
+        .what = "ops.yaml:2456: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1643,
+        .call = error_conv1d_padding_1661,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2468: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2479: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1650,
+        .call = error_conv_transpose2d_1668,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2470: weight.dim == 4",
+        .what = "ops.yaml:2481: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1651,
+        .call = error_conv_transpose2d_1669,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2472: groups > 0",
+        .what = "ops.yaml:2483: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1652,
+        .call = error_conv_transpose2d_1670,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2462: dtype of input",
+        .what = "ops.yaml:2473: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1653,
+        .call = error_conv_transpose2d_1671,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2487: dtype of grad_output",
+        .what = "ops.yaml:2498: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1656,
+        .call = error_conv2d_backward_input_1674,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2500: dtype of grad_output",
+        .what = "ops.yaml:2511: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1659,
+        .call = error_conv2d_backward_weight_1677,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2518: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2529: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1662,
+        .call = error_conv2d_backward_bias_1680,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2513: dtype of grad_output",
+        .what = "ops.yaml:2524: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1663,
+        .call = error_conv2d_backward_bias_1681,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2532: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2543: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1672,
+        .call = error_max_pool2d_with_indices_1690,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2534: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2545: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1673,
+        .call = error_max_pool2d_with_indices_1691,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2527: dtype of self",
+        .what = "ops.yaml:2538: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_with_indices_1674,
+        .call = error_max_pool2d_with_indices_1692,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2552: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2563: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1678,
+        .call = error_max_pool2d_1696,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2554: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2565: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1679,
+        .call = error_max_pool2d_1697,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2547: dtype of self",
+        .what = "ops.yaml:2558: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1680,
+        .call = error_max_pool2d_1698,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2573: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2584: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1686,
+        .call = error_layer_norm_1704,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2575: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2586: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1687,
+        .call = error_layer_norm_1705,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2577: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2588: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1688,
+        .call = error_layer_norm_1706,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2579: bias.dim == len(normalized_shape)",
+        .what = "ops.yaml:2590: bias.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1689,
+        .call = error_layer_norm_1707,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2567: dtype of input",
+        .what = "ops.yaml:2578: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1690,
+        .call = error_layer_norm_1708,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2596: input.dim >= 2",
+        .what = "ops.yaml:2607: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1696,
+        .call = error_group_norm_1714,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2598: num_groups > 0",
+        .what = "ops.yaml:2609: num_groups > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1697,
+        .call = error_group_norm_1715,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2600: weight.dim == 1",
+        .what = "ops.yaml:2611: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1698,
+        .call = error_group_norm_1716,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2602: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2613: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1699,
+        .call = error_group_norm_1717,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2604: bias.dim == 1",
+        .what = "ops.yaml:2615: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1700,
+        .call = error_group_norm_1718,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2606: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2617: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1701,
+        .call = error_group_norm_1719,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2590: dtype of input",
+        .what = "ops.yaml:2601: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1702,
+        .call = error_group_norm_1720,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2626: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2637: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1707,
+        .call = error_rms_norm_1725,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2628: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2639: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1708,
+        .call = error_rms_norm_1726,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2630: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2641: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1709,
+        .call = error_rms_norm_1727,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2620: dtype of input",
+        .what = "ops.yaml:2631: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1710,
+        .call = error_rms_norm_1728,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2647: input.dim >= 2",
+        .what = "ops.yaml:2658: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1717,
+        .call = error_batch_norm_1735,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2649: weight.dim == 1",
+        .what = "ops.yaml:2660: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1718,
+        .call = error_batch_norm_1736,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2651: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2662: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1719,
+        .call = error_batch_norm_1737,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2653: bias.dim == 1",
+        .what = "ops.yaml:2664: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1720,
+        .call = error_batch_norm_1738,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2655: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2666: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1721,
+        .call = error_batch_norm_1739,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2657: running_mean.dim == 1",
+        .what = "ops.yaml:2668: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32162,13 +32457,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1722,
+        .call = error_batch_norm_1740,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2659: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2670: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32177,13 +32472,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1723,
+        .call = error_batch_norm_1741,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2661: running_var.dim == 1",
+        .what = "ops.yaml:2672: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32192,13 +32487,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1724,
+        .call = error_batch_norm_1742,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2663: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2674: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32207,13 +32502,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1725,
+        .call = error_batch_norm_1743,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2641: running_mean requires grad",
+        .what = "ops.yaml:2652: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32227,7 +32522,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1726,
+        .call = error_batch_norm_1744,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
@@ -32236,7 +32531,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2641: running_var requires grad",
+        .what = "ops.yaml:2652: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32250,7 +32545,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1727,
+        .call = error_batch_norm_1745,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
@@ -32259,161 +32554,161 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2641: dtype of input",
+        .what = "ops.yaml:2652: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1728,
+        .call = error_batch_norm_1746,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2685: input.dim == 4",
+        .what = "ops.yaml:2696: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1731,
+        .call = error_row_norm_1749,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2687: weight.dim == 2",
+        .what = "ops.yaml:2698: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1732,
+        .call = error_row_norm_1750,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2689: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2700: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1733,
+        .call = error_row_norm_1751,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2691: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:2702: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1734,
+        .call = error_row_norm_1752,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2693: bias.dim == 2",
+        .what = "ops.yaml:2704: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1735,
+        .call = error_row_norm_1753,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2695: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2706: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1736,
+        .call = error_row_norm_1754,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2697: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2708: bias.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1737,
+        .call = error_row_norm_1755,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2679: dtype of input",
+        .what = "ops.yaml:2690: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1738,
+        .call = error_row_norm_1756,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2712: input.dim >= 2",
+        .what = "ops.yaml:2723: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1741,
+        .call = error_batch_norm_training_1759,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2714: weight.dim == 1",
+        .what = "ops.yaml:2725: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1742,
+        .call = error_batch_norm_training_1760,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2716: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2727: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1743,
+        .call = error_batch_norm_training_1761,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2718: bias.dim == 1",
+        .what = "ops.yaml:2729: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1744,
+        .call = error_batch_norm_training_1762,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2720: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2731: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1745,
+        .call = error_batch_norm_training_1763,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2722: running_mean.dim == 1",
+        .what = "ops.yaml:2733: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32422,13 +32717,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1746,
+        .call = error_batch_norm_training_1764,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2724: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2735: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32437,13 +32732,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1747,
+        .call = error_batch_norm_training_1765,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2726: running_var.dim == 1",
+        .what = "ops.yaml:2737: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32452,13 +32747,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1748,
+        .call = error_batch_norm_training_1766,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2728: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2739: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32467,13 +32762,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1749,
+        .call = error_batch_norm_training_1767,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2706: running_mean requires grad",
+        .what = "ops.yaml:2717: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32487,7 +32782,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1750,
+        .call = error_batch_norm_training_1768,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
@@ -32496,7 +32791,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2706: running_var requires grad",
+        .what = "ops.yaml:2717: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32510,7 +32805,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1751,
+        .call = error_batch_norm_training_1769,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
@@ -32519,363 +32814,363 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2706: dtype of input",
+        .what = "ops.yaml:2717: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1752,
+        .call = error_batch_norm_training_1770,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2745: input.dim == 4",
+        .what = "ops.yaml:2756: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1753,
+        .call = error_row_norm_backward_input_1771,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2756: input.dim == 4",
+        .what = "ops.yaml:2767: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1754,
+        .call = error_row_norm_backward_weight_1772,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2767: grad_out.dim == 4",
+        .what = "ops.yaml:2778: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1755,
+        .call = error_row_norm_backward_bias_1773,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2779: input.dim == 4",
+        .what = "ops.yaml:2790: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1756,
+        .call = error_row_norm_backward_1774,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2791: input.dim == 4",
+        .what = "ops.yaml:2802: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1757,
+        .call = error_row_norm_double_backward_input_1775,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2802: input.dim == 4",
+        .what = "ops.yaml:2813: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1758,
+        .call = error_row_norm_double_backward_grad_out_1776,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2813: input.dim >= 2",
+        .what = "ops.yaml:2824: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1759,
+        .call = error_batch_norm_backward_input_1777,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2824: input.dim >= 2",
+        .what = "ops.yaml:2835: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1760,
+        .call = error_batch_norm_backward_weight_1778,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2835: grad_out.dim >= 2",
+        .what = "ops.yaml:2846: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1761,
+        .call = error_batch_norm_backward_bias_1779,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2847: input.dim >= 2",
+        .what = "ops.yaml:2858: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1762,
+        .call = error_batch_norm_backward_1780,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2858: grad.dim == 1",
+        .what = "ops.yaml:2869: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1763,
+        .call = error_batch_norm_backward_bias_backward_1781,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2860: len(sizes) >= 2",
+        .what = "ops.yaml:2871: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1764,
+        .call = error_batch_norm_backward_bias_backward_1782,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2871: input.dim >= 2",
+        .what = "ops.yaml:2882: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1765,
+        .call = error_batch_norm_double_backward_input_1783,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2882: input.dim >= 2",
+        .what = "ops.yaml:2893: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1766,
+        .call = error_batch_norm_double_backward_grad_out_1784,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2897: is_floating(result_dtype)",
+        .what = "ops.yaml:2908: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1774,
+        .call = error_softmax_1792,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2890: dim out of range",
+        .what = "ops.yaml:2901: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1775,
+        .call = error_softmax_1793,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2917: is_floating(result_dtype)",
+        .what = "ops.yaml:2928: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1783,
+        .call = error_log_softmax_1801,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2910: dim out of range",
+        .what = "ops.yaml:2921: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1784,
+        .call = error_log_softmax_1802,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2937: grad_output.dim == output.dim",
+        .what = "ops.yaml:2948: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1788,
+        .call = error_softmax_backward_data_1806,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2930: dtype of grad_output",
+        .what = "ops.yaml:2941: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1789,
+        .call = error_softmax_backward_data_1807,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2930: dim out of range",
+        .what = "ops.yaml:2941: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1790,
+        .call = error_softmax_backward_data_1808,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2954: grad_output.dim == output.dim",
+        .what = "ops.yaml:2965: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1794,
+        .call = error_log_softmax_backward_data_1812,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2947: dtype of grad_output",
+        .what = "ops.yaml:2958: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1795,
+        .call = error_log_softmax_backward_data_1813,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2947: dim out of range",
+        .what = "ops.yaml:2958: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1796,
+        .call = error_log_softmax_backward_data_1814,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2991: dtype of input",
+        .what = "ops.yaml:3002: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1802,
+        .call = error_dropout_1820,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3004: reduction not a choice",
+        .what = "ops.yaml:3015: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1808,
+        .call = error_mse_loss_1826,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3004: dtype of self",
+        .what = "ops.yaml:3015: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1809,
+        .call = error_mse_loss_1827,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3019: reduction not a choice",
+        .what = "ops.yaml:3030: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1815,
+        .call = error_l1_loss_1833,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3019: dtype of self",
+        .what = "ops.yaml:3030: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1816,
+        .call = error_l1_loss_1834,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3034: reduction not a choice",
+        .what = "ops.yaml:3045: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1823,
+        .call = error_smooth_l1_loss_1841,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3034: dtype of self",
+        .what = "ops.yaml:3045: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1824,
+        .call = error_smooth_l1_loss_1842,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3050: reduction not a choice",
+        .what = "ops.yaml:3061: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1830,
+        .call = error_huber_loss_1848,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3050: dtype of self",
+        .what = "ops.yaml:3061: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1831,
+        .call = error_huber_loss_1849,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3065: dtype of self",
+        .what = "ops.yaml:3076: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1836,
+        .call = error_binary_cross_entropy_elementwise_1854,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3065: broadcast",
+        .what = "ops.yaml:3076: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1837,
+        .call = error_binary_cross_entropy_elementwise_1855,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3081: weight requires grad",
+        .what = "ops.yaml:3092: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -32885,7 +33180,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_1844,
+        .call = error_binary_cross_entropy_1862,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
@@ -32894,27 +33189,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3081: reduction not a choice",
+        .what = "ops.yaml:3092: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1845,
+        .call = error_binary_cross_entropy_1863,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3081: dtype of self",
+        .what = "ops.yaml:3092: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1846,
+        .call = error_binary_cross_entropy_1864,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3098: weight requires grad",
+        .what = "ops.yaml:3109: weight requires grad",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -32925,7 +33220,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1853,
+        .call = error_binary_cross_entropy_with_logits_1871,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
@@ -32934,7 +33229,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3098: pos_weight requires grad",
+        .what = "ops.yaml:3109: pos_weight requires grad",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -32946,7 +33241,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1854,
+        .call = error_binary_cross_entropy_with_logits_1872,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
@@ -32955,37 +33250,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3098: reduction not a choice",
+        .what = "ops.yaml:3109: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1855,
+        .call = error_binary_cross_entropy_with_logits_1873,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3098: dtype of self",
+        .what = "ops.yaml:3109: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1856,
+        .call = error_binary_cross_entropy_with_logits_1874,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3121: self.dim >= 1",
+        .what = "ops.yaml:3132: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1863,
+        .call = error_nll_loss_1881,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3123: weight.dim == 1",
+        .what = "ops.yaml:3134: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -32995,13 +33290,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1864,
+        .call = error_nll_loss_1882,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3114: weight requires grad",
+        .what = "ops.yaml:3125: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33011,7 +33306,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1865,
+        .call = error_nll_loss_1883,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
@@ -33020,49 +33315,49 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3114: reduction not a choice",
+        .what = "ops.yaml:3125: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1866,
+        .call = error_nll_loss_1884,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3114: dtype of self",
+        .what = "ops.yaml:3125: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1867,
+        .call = error_nll_loss_1885,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3144: self.dim >= 1",
+        .what = "ops.yaml:3155: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1880,
+        .call = error_cross_entropy_loss_1898,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3146: weight.dim == 1",
+        .what = "ops.yaml:3157: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1881,
+        .call = error_cross_entropy_loss_1899,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3137: weight requires grad",
+        .what = "ops.yaml:3148: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33072,7 +33367,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_loss_1882,
+        .call = error_cross_entropy_loss_1900,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
@@ -33081,27 +33376,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3137: reduction not a choice",
+        .what = "ops.yaml:3148: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1883,
+        .call = error_cross_entropy_loss_1901,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3137: dtype of self",
+        .what = "ops.yaml:3148: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1884,
+        .call = error_cross_entropy_loss_1902,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3167: weight requires grad",
+        .what = "ops.yaml:3178: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33111,7 +33406,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_index_1892,
+        .call = error_cross_entropy_index_1910,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
@@ -33120,221 +33415,221 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3167: reduction not a choice",
+        .what = "ops.yaml:3178: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1893,
+        .call = error_cross_entropy_index_1911,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3167: dtype of self",
+        .what = "ops.yaml:3178: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1894,
+        .call = error_cross_entropy_index_1912,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3204: query.dim >= 2",
+        .what = "ops.yaml:3215: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1902,
+        .call = error_scaled_dot_product_attention_1920,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3206: key.dim >= 2",
+        .what = "ops.yaml:3217: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1903,
+        .call = error_scaled_dot_product_attention_1921,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3208: value.dim >= 2",
+        .what = "ops.yaml:3219: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1904,
+        .call = error_scaled_dot_product_attention_1922,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3210: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3221: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1905,
+        .call = error_scaled_dot_product_attention_1923,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3212: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3223: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1906,
+        .call = error_scaled_dot_product_attention_1924,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3198: dtype of query",
+        .what = "ops.yaml:3209: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1907,
+        .call = error_scaled_dot_product_attention_1925,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3233: query.dim >= 2",
+        .what = "ops.yaml:3244: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1916,
+        .call = error_scaled_dot_product_attention_math_1934,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3235: key.dim == query.dim and value.dim == query.dim",
+        .what = "ops.yaml:3246: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1917,
+        .call = error_scaled_dot_product_attention_math_1935,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3237: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3248: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1918,
+        .call = error_scaled_dot_product_attention_math_1936,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3239: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3250: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1919,
+        .call = error_scaled_dot_product_attention_math_1937,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3227: dtype of query",
+        .what = "ops.yaml:3238: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1920,
+        .call = error_scaled_dot_product_attention_math_1938,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3257: query.dim >= 2",
+        .what = "ops.yaml:3268: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1921,
+        .call = error_scaled_dot_product_attention_math_backward_1939,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3259: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3270: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1922,
+        .call = error_scaled_dot_product_attention_math_backward_1940,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3399: is_floating(result_dtype)",
+        .what = "ops.yaml:3410: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1950,
+        .call = error_rand_1968,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3410: is_floating(result_dtype)",
+        .what = "ops.yaml:3421: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1952,
+        .call = error_randn_1970,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3486: dtype of self",
+        .what = "ops.yaml:3497: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1974,
+        .call = error_normal_1992,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3498: dtype of self",
+        .what = "ops.yaml:3509: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1981,
+        .call = error_uniform_1999,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3511: dtype of self",
+        .what = "ops.yaml:3522: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_1984,
+        .call = error_maybe_multiply_2002,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3522: dtype of self",
+        .what = "ops.yaml:3533: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1987,
+        .call = error_sum_to_2005,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -2809,392 +2809,453 @@ def case_477(self, mat2):
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_478(self, other):
-    """matmul (ops.yaml:1374 sample 0)"""
-    return torch.ops.aten.matmul(self, other)
+def case_478(self, mat2):
+    """mm (ops.yaml:1356 sample 4)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
-def case_479(self, other):
-    """matmul (ops.yaml:1374 sample 1)"""
-    return torch.ops.aten.matmul(self, other)
+def case_479(self, mat2):
+    """mm (ops.yaml:1356 sample 5)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
-def case_480(self, other):
-    """matmul (ops.yaml:1374 sample 2)"""
-    return torch.ops.aten.matmul(self, other)
+def case_480(self, mat2):
+    """mm (ops.yaml:1356 sample 6)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
 def case_481(self, other):
-    """matmul (ops.yaml:1374 sample 3)"""
+    """matmul (ops.yaml:1377 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_482(self, other):
-    """matmul (ops.yaml:1374 sample 4)"""
+    """matmul (ops.yaml:1377 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_483(self, other):
-    """matmul (ops.yaml:1374 sample 5)"""
+    """matmul (ops.yaml:1377 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_484(self, other):
-    """matmul (ops.yaml:1374 sample 6)"""
+    """matmul (ops.yaml:1377 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_485(self, other):
-    """matmul (ops.yaml:1374 sample 7)"""
+    """matmul (ops.yaml:1377 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_486(self, other):
-    """matmul (ops.yaml:1374 sample 8)"""
+    """matmul (ops.yaml:1377 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_487(self, other):
-    """matmul (ops.yaml:1374 sample 9)"""
+    """matmul (ops.yaml:1377 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_488(self, other):
-    """matmul (ops.yaml:1374 sample 10)"""
+    """matmul (ops.yaml:1377 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_489(self, mat2):
-    """bmm (ops.yaml:1404 sample 0)"""
+def case_489(self, other):
+    """matmul (ops.yaml:1377 sample 8)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_490(self, other):
+    """matmul (ops.yaml:1377 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_491(self, other):
+    """matmul (ops.yaml:1377 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_492(self, other):
+    """matmul (ops.yaml:1377 sample 11)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_493(self, mat2):
+    """bmm (ops.yaml:1408 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_490(self, mat2):
-    """bmm (ops.yaml:1404 sample 1)"""
+def case_494(self, mat2):
+    """bmm (ops.yaml:1408 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_491(self, mat2):
-    """bmm (ops.yaml:1404 sample 2)"""
+def case_495(self, mat2):
+    """bmm (ops.yaml:1408 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_492(self, mat2):
-    """bmm (ops.yaml:1404 sample 3)"""
+def case_496(self, mat2):
+    """bmm (ops.yaml:1408 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_493(self, mat1, mat2):
-    """addmm (ops.yaml:1431 sample 0)"""
+def case_497(self, mat2):
+    """bmm (ops.yaml:1408 sample 4)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_498(self, mat1, mat2):
+    """addmm (ops.yaml:1436 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_494(self, mat1, mat2):
-    """addmm (ops.yaml:1431 sample 1)"""
+def case_499(self, mat1, mat2):
+    """addmm (ops.yaml:1436 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_495(self, mat1, mat2):
-    """addmm (ops.yaml:1431 sample 2)"""
+def case_500(self, mat1, mat2):
+    """addmm (ops.yaml:1436 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_496(self, mat1, mat2):
-    """addmm (ops.yaml:1431 sample 3)"""
+def case_501(self, mat1, mat2):
+    """addmm (ops.yaml:1436 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_497(self, mat1, mat2):
-    """addmm (ops.yaml:1431 sample 4)"""
+def case_502(self, mat1, mat2):
+    """addmm (ops.yaml:1436 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_498(self, batch1, batch2):
-    """baddbmm (ops.yaml:1463 sample 0)"""
+def case_503(self, mat1, mat2):
+    """addmm (ops.yaml:1436 sample 5)"""
+    beta = 2
+    alpha = -3
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_504(self, mat1, mat2):
+    """addmm (ops.yaml:1436 sample 6)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_505(self, batch1, batch2):
+    """baddbmm (ops.yaml:1470 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_499(self, batch1, batch2):
-    """baddbmm (ops.yaml:1463 sample 1)"""
+def case_506(self, batch1, batch2):
+    """baddbmm (ops.yaml:1470 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_500(self, batch1, batch2):
-    """baddbmm (ops.yaml:1463 sample 2)"""
+def case_507(self, batch1, batch2):
+    """baddbmm (ops.yaml:1470 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_501(self, batch1, batch2):
-    """baddbmm (ops.yaml:1463 sample 3)"""
+def case_508(self, batch1, batch2):
+    """baddbmm (ops.yaml:1470 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_502(self, batch1, batch2):
-    """baddbmm (ops.yaml:1463 sample 4)"""
+def case_509(self, batch1, batch2):
+    """baddbmm (ops.yaml:1470 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_503(self, tensor):
-    """dot (ops.yaml:1484 sample 0)"""
+def case_510(self, batch1, batch2):
+    """baddbmm (ops.yaml:1470 sample 5)"""
+    beta = 0
+    alpha = 2
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_511(self, tensor):
+    """dot (ops.yaml:1492 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_504(self, tensor):
-    """dot (ops.yaml:1484 sample 1)"""
+def case_512(self, tensor):
+    """dot (ops.yaml:1492 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_505(self, tensor):
-    """dot (ops.yaml:1484 sample 2)"""
+def case_513(self, tensor):
+    """dot (ops.yaml:1492 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_506(self, vec2):
-    """outer (ops.yaml:1501 sample 0)"""
+def case_514(self, tensor):
+    """dot (ops.yaml:1492 sample 3)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_515(self, vec2):
+    """outer (ops.yaml:1510 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_507(self, vec2):
-    """outer (ops.yaml:1501 sample 1)"""
+def case_516(self, vec2):
+    """outer (ops.yaml:1510 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_508(self, vec2):
-    """outer (ops.yaml:1501 sample 2)"""
+def case_517(self, vec2):
+    """outer (ops.yaml:1510 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_509(input, weight, bias):
-    """linear (ops.yaml:1524 sample 0)"""
-    return torch.ops.aten.linear(input, weight, bias)
+def case_518(self, vec2):
+    """outer (ops.yaml:1510 sample 3)"""
+    return torch.ops.aten.outer(self, vec2)
 
 
-def case_510(input, weight, bias):
-    """linear (ops.yaml:1524 sample 1)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_511(input, weight):
-    """linear (ops.yaml:1524 sample 2)"""
-    bias = None
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_512(input, weight, bias):
-    """linear (ops.yaml:1524 sample 3)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_513(input, weight, bias):
-    """linear (ops.yaml:1524 sample 4)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_514(input, weight, bias):
-    """linear (ops.yaml:1524 sample 5)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_515(input, weight):
-    """linear (ops.yaml:1524 sample 6)"""
-    bias = None
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_516(input, weight):
-    """linear (ops.yaml:1524 sample 7)"""
-    bias = None
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_517(input, weight):
-    """linear (ops.yaml:1524 sample 8)"""
-    bias = None
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_518(input, weight):
-    """linear (ops.yaml:1524 sample 9)"""
-    bias = None
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_519(input, weight):
-    """linear (ops.yaml:1524 sample 10)"""
-    bias = None
+def case_519(input, weight, bias):
+    """linear (ops.yaml:1534 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_520(input, weight, bias):
-    """linear (ops.yaml:1524 sample 11)"""
+    """linear (ops.yaml:1534 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_521(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1552 sample 0)"""
+def case_521(input, weight):
+    """linear (ops.yaml:1534 sample 2)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_522(input, weight, bias):
+    """linear (ops.yaml:1534 sample 3)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_523(input, weight, bias):
+    """linear (ops.yaml:1534 sample 4)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_524(input, weight, bias):
+    """linear (ops.yaml:1534 sample 5)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_525(input, weight):
+    """linear (ops.yaml:1534 sample 6)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_526(input, weight):
+    """linear (ops.yaml:1534 sample 7)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_527(input, weight):
+    """linear (ops.yaml:1534 sample 8)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_528(input, weight):
+    """linear (ops.yaml:1534 sample 9)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_529(input, weight):
+    """linear (ops.yaml:1534 sample 10)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_530(input, weight, bias):
+    """linear (ops.yaml:1534 sample 11)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_531(input, weight, bias):
+    """linear (ops.yaml:1534 sample 12)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_532(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1563 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_522(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1552 sample 1)"""
+def case_533(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1563 sample 1)"""
     alpha = 2
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_523(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1552 sample 2)"""
+def case_534(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1563 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_524(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1552 sample 3)"""
+def case_535(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1563 sample 3)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_525(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1573 sample 0)"""
+def case_536(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1584 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_526(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1573 sample 1)"""
+def case_537(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1584 sample 1)"""
     alpha = 2
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_527(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1573 sample 2)"""
+def case_538(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1584 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_528(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1573 sample 3)"""
+def case_539(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1584 sample 3)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_529(self):
-    """t (ops.yaml:1591 sample 0)"""
+def case_540(self):
+    """t (ops.yaml:1602 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_530(self):
-    """t (ops.yaml:1591 sample 1)"""
+def case_541(self):
+    """t (ops.yaml:1602 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_531(self):
-    """transpose (ops.yaml:1602 sample 0)"""
+def case_542(self):
+    """transpose (ops.yaml:1613 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_532(self):
-    """transpose (ops.yaml:1602 sample 1)"""
+def case_543(self):
+    """transpose (ops.yaml:1613 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_533(self):
-    """permute (ops.yaml:1616 sample 0)"""
+def case_544(self):
+    """permute (ops.yaml:1627 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_534(self):
-    """view (ops.yaml:1625 sample 0)"""
+def case_545(self):
+    """view (ops.yaml:1636 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_535(self):
-    """view (ops.yaml:1625 sample 1)"""
+def case_546(self):
+    """view (ops.yaml:1636 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_536(self):
-    """reshape (ops.yaml:1635 sample 0)"""
+def case_547(self):
+    """reshape (ops.yaml:1646 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_537(self):
-    """reshape (ops.yaml:1635 sample 1)"""
+def case_548(self):
+    """reshape (ops.yaml:1646 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_538(self):
-    """expand (ops.yaml:1645 sample 0)"""
+def case_549(self):
+    """expand (ops.yaml:1656 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_539(self):
-    """expand (ops.yaml:1645 sample 1)"""
+def case_550(self):
+    """expand (ops.yaml:1656 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_540(self):
-    """squeeze (ops.yaml:1655 sample 0)"""
+def case_551(self):
+    """squeeze (ops.yaml:1666 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_541(self):
-    """squeeze.dim (ops.yaml:1665 sample 0)"""
+def case_552(self):
+    """squeeze.dim (ops.yaml:1676 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_542(self):
-    """squeeze.dim (ops.yaml:1665 sample 1)"""
+def case_553(self):
+    """squeeze.dim (ops.yaml:1676 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_543(self):
-    """unsqueeze (ops.yaml:1676 sample 0)"""
+def case_554(self):
+    """unsqueeze (ops.yaml:1687 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_544(self):
-    """unsqueeze (ops.yaml:1676 sample 1)"""
+def case_555(self):
+    """unsqueeze (ops.yaml:1687 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_545(self):
-    """slice (ops.yaml:1690 sample 0)"""
+def case_556(self):
+    """slice (ops.yaml:1701 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -3202,8 +3263,8 @@ def case_545(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_546(self):
-    """slice (ops.yaml:1690 sample 1)"""
+def case_557(self):
+    """slice (ops.yaml:1701 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -3211,1089 +3272,1089 @@ def case_546(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_547(self):
-    """select (ops.yaml:1701 sample 0)"""
+def case_558(self):
+    """select (ops.yaml:1712 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_548(self):
-    """select (ops.yaml:1701 sample 1)"""
+def case_559(self):
+    """select (ops.yaml:1712 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_549(self):
-    """contiguous (ops.yaml:1711 sample 0)"""
+def case_560(self):
+    """contiguous (ops.yaml:1722 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_550(self):
-    """flatten.using_ints (ops.yaml:1724 sample 0)"""
+def case_561(self):
+    """flatten.using_ints (ops.yaml:1735 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_551(self):
-    """flatten.using_ints (ops.yaml:1724 sample 1)"""
+def case_562(self):
+    """flatten.using_ints (ops.yaml:1735 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_552(self):
-    """flatten.using_ints (ops.yaml:1724 sample 2)"""
+def case_563(self):
+    """flatten.using_ints (ops.yaml:1735 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_553(self):
-    """flatten.using_ints (ops.yaml:1724 sample 3)"""
+def case_564(self):
+    """flatten.using_ints (ops.yaml:1735 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_554(self):
-    """flatten.using_ints (ops.yaml:1724 sample 4)"""
+def case_565(self):
+    """flatten.using_ints (ops.yaml:1735 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_555(self):
-    """unflatten.int (ops.yaml:1743 sample 0)"""
+def case_566(self):
+    """unflatten.int (ops.yaml:1754 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_556(self):
-    """unflatten.int (ops.yaml:1743 sample 1)"""
+def case_567(self):
+    """unflatten.int (ops.yaml:1754 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_557(self):
-    """unflatten.int (ops.yaml:1743 sample 2)"""
+def case_568(self):
+    """unflatten.int (ops.yaml:1754 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_558(self):
-    """unflatten.int (ops.yaml:1743 sample 3)"""
+def case_569(self):
+    """unflatten.int (ops.yaml:1754 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_559(self):
-    """broadcast_to (ops.yaml:1755 sample 0)"""
+def case_570(self):
+    """broadcast_to (ops.yaml:1766 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_560(self):
-    """broadcast_to (ops.yaml:1755 sample 1)"""
+def case_571(self):
+    """broadcast_to (ops.yaml:1766 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_561(self):
-    """broadcast_to (ops.yaml:1755 sample 2)"""
+def case_572(self):
+    """broadcast_to (ops.yaml:1766 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_562(self):
-    """broadcast_to (ops.yaml:1755 sample 3)"""
+def case_573(self):
+    """broadcast_to (ops.yaml:1766 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_563(self):
-    """narrow (ops.yaml:1773 sample 0)"""
+def case_574(self):
+    """narrow (ops.yaml:1784 sample 0)"""
     dim = 0
     start = 1
     length = 3
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_564(self):
-    """narrow (ops.yaml:1773 sample 1)"""
+def case_575(self):
+    """narrow (ops.yaml:1784 sample 1)"""
     dim = 1
     start = -3
     length = 2
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_565(self):
-    """narrow (ops.yaml:1773 sample 2)"""
+def case_576(self):
+    """narrow (ops.yaml:1784 sample 2)"""
     dim = 0
     start = 2
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_566(self):
-    """narrow (ops.yaml:1773 sample 3)"""
+def case_577(self):
+    """narrow (ops.yaml:1784 sample 3)"""
     dim = 1
     start = 3
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_567(self):
-    """repeat (ops.yaml:1788 sample 0)"""
+def case_578(self):
+    """repeat (ops.yaml:1799 sample 0)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_568(self):
-    """repeat (ops.yaml:1788 sample 1)"""
+def case_579(self):
+    """repeat (ops.yaml:1799 sample 1)"""
     repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_569(self):
-    """repeat (ops.yaml:1788 sample 2)"""
+def case_580(self):
+    """repeat (ops.yaml:1799 sample 2)"""
     repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_570(self):
-    """repeat (ops.yaml:1788 sample 3)"""
+def case_581(self):
+    """repeat (ops.yaml:1799 sample 3)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_571(self):
-    """repeat (ops.yaml:1788 sample 4)"""
+def case_582(self):
+    """repeat (ops.yaml:1799 sample 4)"""
     repeats = [3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_572(self):
-    """repeat (ops.yaml:1788 sample 5)"""
+def case_583(self):
+    """repeat (ops.yaml:1799 sample 5)"""
     repeats = [0]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_573(self):
-    """flip (ops.yaml:1803 sample 0)"""
+def case_584(self):
+    """flip (ops.yaml:1814 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_574(self):
-    """flip (ops.yaml:1803 sample 1)"""
+def case_585(self):
+    """flip (ops.yaml:1814 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_575(self):
-    """flip (ops.yaml:1803 sample 2)"""
+def case_586(self):
+    """flip (ops.yaml:1814 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_576(self):
-    """flip (ops.yaml:1803 sample 3)"""
+def case_587(self):
+    """flip (ops.yaml:1814 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_577(self):
-    """flip (ops.yaml:1803 sample 4)"""
+def case_588(self):
+    """flip (ops.yaml:1814 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
-def case_578(self):
-    """roll (ops.yaml:1820 sample 0)"""
+def case_589(self):
+    """roll (ops.yaml:1831 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_579(self):
-    """roll (ops.yaml:1820 sample 1)"""
+def case_590(self):
+    """roll (ops.yaml:1831 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_580(self):
-    """roll (ops.yaml:1820 sample 2)"""
+def case_591(self):
+    """roll (ops.yaml:1831 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_581(self):
-    """roll (ops.yaml:1820 sample 3)"""
+def case_592(self):
+    """roll (ops.yaml:1831 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_582(self):
-    """roll (ops.yaml:1820 sample 4)"""
+def case_593(self):
+    """roll (ops.yaml:1831 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_583(self):
-    """tril (ops.yaml:1844 sample 0)"""
+def case_594(self):
+    """tril (ops.yaml:1855 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_584(self):
-    """tril (ops.yaml:1844 sample 1)"""
+def case_595(self):
+    """tril (ops.yaml:1855 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_585(self):
-    """tril (ops.yaml:1844 sample 2)"""
+def case_596(self):
+    """tril (ops.yaml:1855 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_586(self):
-    """tril (ops.yaml:1844 sample 3)"""
+def case_597(self):
+    """tril (ops.yaml:1855 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_587(self):
-    """tril (ops.yaml:1844 sample 4)"""
+def case_598(self):
+    """tril (ops.yaml:1855 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_588(self):
-    """triu (ops.yaml:1860 sample 0)"""
+def case_599(self):
+    """triu (ops.yaml:1871 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_589(self):
-    """triu (ops.yaml:1860 sample 1)"""
+def case_600(self):
+    """triu (ops.yaml:1871 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_590(self):
-    """triu (ops.yaml:1860 sample 2)"""
+def case_601(self):
+    """triu (ops.yaml:1871 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_591(self):
-    """triu (ops.yaml:1860 sample 3)"""
+def case_602(self):
+    """triu (ops.yaml:1871 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_592(self):
-    """triu (ops.yaml:1860 sample 4)"""
+def case_603(self):
+    """triu (ops.yaml:1871 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_593(self):
-    """pad (ops.yaml:1874 sample 0)"""
+def case_604(self):
+    """pad (ops.yaml:1885 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_594(self):
-    """pad (ops.yaml:1874 sample 1)"""
+def case_605(self):
+    """pad (ops.yaml:1885 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
     value = 1.5
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_595(self):
-    """pad (ops.yaml:1874 sample 2)"""
+def case_606(self):
+    """pad (ops.yaml:1885 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_596(self):
-    """pad (ops.yaml:1874 sample 3)"""
+def case_607(self):
+    """pad (ops.yaml:1885 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_597(self):
-    """pad (ops.yaml:1874 sample 4)"""
+def case_608(self):
+    """pad (ops.yaml:1885 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_598(self):
-    """pad (ops.yaml:1874 sample 5)"""
+def case_609(self):
+    """pad (ops.yaml:1885 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_599(self):
-    """pad (ops.yaml:1874 sample 6)"""
+def case_610(self):
+    """pad (ops.yaml:1885 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_600(self):
-    """pad (ops.yaml:1874 sample 7)"""
+def case_611(self):
+    """pad (ops.yaml:1885 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_601(tensors_0, tensors_1):
-    """cat (ops.yaml:1894 sample 0)"""
+def case_612(tensors_0, tensors_1):
+    """cat (ops.yaml:1905 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_602(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1894 sample 1)"""
+def case_613(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1905 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_603(tensors_0, tensors_1):
-    """cat (ops.yaml:1894 sample 2)"""
+def case_614(tensors_0, tensors_1):
+    """cat (ops.yaml:1905 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_604(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1894 sample 3)"""
+def case_615(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1905 sample 3)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_605(tensors_0, tensors_1):
-    """cat (ops.yaml:1894 sample 4)"""
+def case_616(tensors_0, tensors_1):
+    """cat (ops.yaml:1905 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_606(tensors_0, tensors_1):
-    """stack (ops.yaml:1915 sample 0)"""
+def case_617(tensors_0, tensors_1):
+    """stack (ops.yaml:1926 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_607(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1915 sample 1)"""
+def case_618(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1926 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_608(tensors_0, tensors_1):
-    """stack (ops.yaml:1915 sample 2)"""
+def case_619(tensors_0, tensors_1):
+    """stack (ops.yaml:1926 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_609(tensors_0, tensors_1):
-    """stack (ops.yaml:1915 sample 3)"""
+def case_620(tensors_0, tensors_1):
+    """stack (ops.yaml:1926 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_610(tensors_0, tensors_1):
-    """stack (ops.yaml:1915 sample 4)"""
+def case_621(tensors_0, tensors_1):
+    """stack (ops.yaml:1926 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_611(self):
-    """split.Tensor (ops.yaml:1929 sample 0)"""
+def case_622(self):
+    """split.Tensor (ops.yaml:1940 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_612(self):
-    """split.Tensor (ops.yaml:1929 sample 1)"""
+def case_623(self):
+    """split.Tensor (ops.yaml:1940 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_613(self):
-    """split.Tensor (ops.yaml:1929 sample 2)"""
+def case_624(self):
+    """split.Tensor (ops.yaml:1940 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_614(self):
-    """split.Tensor (ops.yaml:1929 sample 3)"""
+def case_625(self):
+    """split.Tensor (ops.yaml:1940 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_615(self):
-    """split_with_sizes (ops.yaml:1942 sample 0)"""
+def case_626(self):
+    """split_with_sizes (ops.yaml:1953 sample 0)"""
     split_sizes = [2, 3]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_616(self):
-    """split_with_sizes (ops.yaml:1942 sample 1)"""
+def case_627(self):
+    """split_with_sizes (ops.yaml:1953 sample 1)"""
     split_sizes = [1, 0, 5]
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_617(self):
-    """split_with_sizes (ops.yaml:1942 sample 2)"""
+def case_628(self):
+    """split_with_sizes (ops.yaml:1953 sample 2)"""
     split_sizes = [1, 3]
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_618(self):
-    """split_with_sizes (ops.yaml:1942 sample 3)"""
+def case_629(self):
+    """split_with_sizes (ops.yaml:1953 sample 3)"""
     split_sizes = [0, 0]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_619(self):
-    """chunk (ops.yaml:1955 sample 0)"""
+def case_630(self):
+    """chunk (ops.yaml:1966 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_620(self):
-    """chunk (ops.yaml:1955 sample 1)"""
+def case_631(self):
+    """chunk (ops.yaml:1966 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_621(self):
-    """chunk (ops.yaml:1955 sample 2)"""
+def case_632(self):
+    """chunk (ops.yaml:1966 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_622(self):
-    """chunk (ops.yaml:1955 sample 3)"""
+def case_633(self):
+    """chunk (ops.yaml:1966 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_623(self):
-    """unbind.int (ops.yaml:1968 sample 0)"""
+def case_634(self):
+    """unbind.int (ops.yaml:1979 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_624(self):
-    """unbind.int (ops.yaml:1968 sample 1)"""
+def case_635(self):
+    """unbind.int (ops.yaml:1979 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_625(self):
-    """unbind.int (ops.yaml:1968 sample 2)"""
+def case_636(self):
+    """unbind.int (ops.yaml:1979 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_626(self):
-    """unbind.int (ops.yaml:1968 sample 3)"""
+def case_637(self):
+    """unbind.int (ops.yaml:1979 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_627(self, index):
-    """index_select (ops.yaml:1985 sample 0)"""
+def case_638(self, index):
+    """index_select (ops.yaml:1996 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_628(self, index):
-    """index_select (ops.yaml:1985 sample 1)"""
+def case_639(self, index):
+    """index_select (ops.yaml:1996 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_629(self, index):
-    """index_select (ops.yaml:1985 sample 2)"""
+def case_640(self, index):
+    """index_select (ops.yaml:1996 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_630(self, index):
-    """index_select (ops.yaml:1985 sample 3)"""
+def case_641(self, index):
+    """index_select (ops.yaml:1996 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_631(self, index):
-    """index_select (ops.yaml:1985 sample 4)"""
+def case_642(self, index):
+    """index_select (ops.yaml:1996 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_632(self, index):
-    """index_select (ops.yaml:1985 sample 5)"""
+def case_643(self, index):
+    """index_select (ops.yaml:1996 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_633(self, index, source):
-    """index_add (ops.yaml:2009 sample 0)"""
+def case_644(self, index, source):
+    """index_add (ops.yaml:2020 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_634(self, index, source):
-    """index_add (ops.yaml:2009 sample 1)"""
+def case_645(self, index, source):
+    """index_add (ops.yaml:2020 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_635(self, index, source):
-    """index_add (ops.yaml:2009 sample 2)"""
+def case_646(self, index, source):
+    """index_add (ops.yaml:2020 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_636(self, index, source):
-    """index_add (ops.yaml:2009 sample 3)"""
+def case_647(self, index, source):
+    """index_add (ops.yaml:2020 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_637(self, index, source):
-    """index_add (ops.yaml:2009 sample 4)"""
+def case_648(self, index, source):
+    """index_add (ops.yaml:2020 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_638(self, index, source):
-    """index_copy (ops.yaml:2024 sample 0)"""
+def case_649(self, index, source):
+    """index_copy (ops.yaml:2035 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_639(self, index, source):
-    """index_copy (ops.yaml:2024 sample 1)"""
+def case_650(self, index, source):
+    """index_copy (ops.yaml:2035 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_640(self, index, source):
-    """index_copy (ops.yaml:2024 sample 2)"""
+def case_651(self, index, source):
+    """index_copy (ops.yaml:2035 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_641(self, index):
-    """gather (ops.yaml:2037 sample 0)"""
+def case_652(self, index):
+    """gather (ops.yaml:2048 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_642(self, index):
-    """gather (ops.yaml:2037 sample 1)"""
+def case_653(self, index):
+    """gather (ops.yaml:2048 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_643(self, index):
-    """gather (ops.yaml:2037 sample 2)"""
+def case_654(self, index):
+    """gather (ops.yaml:2048 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_644(self, index):
-    """gather (ops.yaml:2037 sample 3)"""
+def case_655(self, index):
+    """gather (ops.yaml:2048 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_645(self, index):
-    """gather (ops.yaml:2037 sample 4)"""
+def case_656(self, index):
+    """gather (ops.yaml:2048 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_646(self, index, src):
-    """scatter.src (ops.yaml:2060 sample 0)"""
+def case_657(self, index, src):
+    """scatter.src (ops.yaml:2071 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_647(self, index, src):
-    """scatter.src (ops.yaml:2060 sample 1)"""
+def case_658(self, index, src):
+    """scatter.src (ops.yaml:2071 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_648(self, index, src):
-    """scatter.src (ops.yaml:2060 sample 2)"""
+def case_659(self, index, src):
+    """scatter.src (ops.yaml:2071 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_649(self, index, src):
-    """scatter.src (ops.yaml:2060 sample 3)"""
+def case_660(self, index, src):
+    """scatter.src (ops.yaml:2071 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_650(self, index):
-    """scatter.value (ops.yaml:2081 sample 0)"""
+def case_661(self, index):
+    """scatter.value (ops.yaml:2092 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_651(self, index):
-    """scatter.value (ops.yaml:2081 sample 1)"""
+def case_662(self, index):
+    """scatter.value (ops.yaml:2092 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_652(self, index):
-    """scatter.value (ops.yaml:2081 sample 2)"""
+def case_663(self, index):
+    """scatter.value (ops.yaml:2092 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_653(self, index, src):
-    """scatter_add (ops.yaml:2094 sample 0)"""
+def case_664(self, index, src):
+    """scatter_add (ops.yaml:2105 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_654(self, index, src):
-    """scatter_add (ops.yaml:2094 sample 1)"""
+def case_665(self, index, src):
+    """scatter_add (ops.yaml:2105 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_655(self, index, src):
-    """scatter_add (ops.yaml:2094 sample 2)"""
+def case_666(self, index, src):
+    """scatter_add (ops.yaml:2105 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_656(self, index, src):
-    """scatter_add (ops.yaml:2094 sample 3)"""
+def case_667(self, index, src):
+    """scatter_add (ops.yaml:2105 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_657(self, index, src):
-    """scatter_add (ops.yaml:2094 sample 4)"""
+def case_668(self, index, src):
+    """scatter_add (ops.yaml:2105 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_658(weight, indices):
-    """embedding (ops.yaml:2113 sample 0)"""
+def case_669(weight, indices):
+    """embedding (ops.yaml:2124 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_659(weight, indices):
-    """embedding (ops.yaml:2113 sample 1)"""
+def case_670(weight, indices):
+    """embedding (ops.yaml:2124 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_660(weight, indices):
-    """embedding (ops.yaml:2113 sample 2)"""
+def case_671(weight, indices):
+    """embedding (ops.yaml:2124 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_661(weight, indices):
-    """embedding (ops.yaml:2113 sample 3)"""
+def case_672(weight, indices):
+    """embedding (ops.yaml:2124 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_662(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2127 sample 0)"""
+def case_673(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2138 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_663(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2127 sample 1)"""
+def case_674(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2138 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_664(self):
-    """one_hot (ops.yaml:2154 sample 0)"""
+def case_675(self):
+    """one_hot (ops.yaml:2165 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_665(self):
-    """one_hot (ops.yaml:2154 sample 1)"""
+def case_676(self):
+    """one_hot (ops.yaml:2165 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_666(self):
-    """one_hot (ops.yaml:2154 sample 2)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_667(self):
-    """one_hot (ops.yaml:2154 sample 3)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_668(self):
-    """nonzero (ops.yaml:2166 sample 0)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_669(self):
-    """nonzero (ops.yaml:2166 sample 1)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_670(self):
-    """nonzero (ops.yaml:2166 sample 2)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_671(self):
-    """nonzero (ops.yaml:2166 sample 3)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_672(self, mask):
-    """masked_select (ops.yaml:2179 sample 0)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_673(self, mask):
-    """masked_select (ops.yaml:2179 sample 1)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_674(self, mask):
-    """masked_select (ops.yaml:2179 sample 2)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_675(self, mask):
-    """masked_select (ops.yaml:2179 sample 3)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_676(self, mask):
-    """masked_select (ops.yaml:2179 sample 4)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
 def case_677(self):
-    """argsort (ops.yaml:2194 sample 0)"""
+    """one_hot (ops.yaml:2165 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_678(self):
+    """one_hot (ops.yaml:2165 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_679(self):
+    """nonzero (ops.yaml:2177 sample 0)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_680(self):
+    """nonzero (ops.yaml:2177 sample 1)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_681(self):
+    """nonzero (ops.yaml:2177 sample 2)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_682(self):
+    """nonzero (ops.yaml:2177 sample 3)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_683(self, mask):
+    """masked_select (ops.yaml:2190 sample 0)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_684(self, mask):
+    """masked_select (ops.yaml:2190 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_685(self, mask):
+    """masked_select (ops.yaml:2190 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_686(self, mask):
+    """masked_select (ops.yaml:2190 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_687(self, mask):
+    """masked_select (ops.yaml:2190 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_688(self):
+    """argsort (ops.yaml:2205 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_678(self):
-    """argsort (ops.yaml:2194 sample 1)"""
+def case_689(self):
+    """argsort (ops.yaml:2205 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_679(self):
-    """argsort (ops.yaml:2194 sample 2)"""
+def case_690(self):
+    """argsort (ops.yaml:2205 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_680(self):
-    """argsort (ops.yaml:2194 sample 3)"""
+def case_691(self):
+    """argsort (ops.yaml:2205 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_681(self):
-    """argsort (ops.yaml:2194 sample 4)"""
+def case_692(self):
+    """argsort (ops.yaml:2205 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_682(self):
-    """argsort.stable (ops.yaml:2210 sample 0)"""
+def case_693(self):
+    """argsort.stable (ops.yaml:2221 sample 0)"""
     stable = True
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_683(self):
-    """argsort.stable (ops.yaml:2210 sample 1)"""
+def case_694(self):
+    """argsort.stable (ops.yaml:2221 sample 1)"""
     stable = False
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_684(self, indices_0):
-    """index.Tensor (ops.yaml:2221 sample 0)"""
+def case_695(self, indices_0):
+    """index.Tensor (ops.yaml:2232 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_685(self, indices_1):
-    """index.Tensor (ops.yaml:2221 sample 1)"""
+def case_696(self, indices_1):
+    """index.Tensor (ops.yaml:2232 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_686(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2221 sample 2)"""
+def case_697(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2232 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
-def case_687(self, indices_0):
-    """index.Tensor (ops.yaml:2221 sample 3)"""
+def case_698(self, indices_0):
+    """index.Tensor (ops.yaml:2232 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_688(self, indices_1):
-    """index.Tensor (ops.yaml:2221 sample 4)"""
+def case_699(self, indices_1):
+    """index.Tensor (ops.yaml:2232 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_689(self, indices_1):
-    """index.Tensor (ops.yaml:2221 sample 5)"""
+def case_700(self, indices_1):
+    """index.Tensor (ops.yaml:2232 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_690(self, indices_0, values):
-    """index_put (ops.yaml:2236 sample 0)"""
+def case_701(self, indices_0, values):
+    """index_put (ops.yaml:2247 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_691(self, indices_1, values):
-    """index_put (ops.yaml:2236 sample 1)"""
+def case_702(self, indices_1, values):
+    """index_put (ops.yaml:2247 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_692(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2236 sample 2)"""
+def case_703(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2247 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_693(self, indices_0, values):
-    """index_put (ops.yaml:2236 sample 3)"""
+def case_704(self, indices_0, values):
+    """index_put (ops.yaml:2247 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_694(self, indices_1, values):
-    """index_put (ops.yaml:2236 sample 4)"""
+def case_705(self, indices_1, values):
+    """index_put (ops.yaml:2247 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_695(self):
-    """sort (ops.yaml:2251 sample 0 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_696(self):
-    """sort (ops.yaml:2251 sample 0 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_697(self):
-    """sort (ops.yaml:2251 sample 1 result values)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_698(self):
-    """sort (ops.yaml:2251 sample 1 result indices)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_699(self):
-    """sort (ops.yaml:2251 sample 2 result values)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_700(self):
-    """sort (ops.yaml:2251 sample 2 result indices)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_701(self):
-    """sort (ops.yaml:2251 sample 3 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_702(self):
-    """sort (ops.yaml:2251 sample 3 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_703(self):
-    """sort (ops.yaml:2251 sample 4 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_704(self):
-    """sort (ops.yaml:2251 sample 4 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_705(self):
-    """sort.stable (ops.yaml:2267 sample 0 result values)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
 def case_706(self):
-    """sort.stable (ops.yaml:2267 sample 0 result indices)"""
-    stable = True
+    """sort (ops.yaml:2262 sample 0 result values)"""
     dim = -1
     descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_707(self):
-    """sort.stable (ops.yaml:2267 sample 1 result values)"""
+    """sort (ops.yaml:2262 sample 0 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_708(self):
+    """sort (ops.yaml:2262 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_709(self):
+    """sort (ops.yaml:2262 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_710(self):
+    """sort (ops.yaml:2262 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_711(self):
+    """sort (ops.yaml:2262 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_712(self):
+    """sort (ops.yaml:2262 sample 3 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_713(self):
+    """sort (ops.yaml:2262 sample 3 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_714(self):
+    """sort (ops.yaml:2262 sample 4 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_715(self):
+    """sort (ops.yaml:2262 sample 4 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_716(self):
+    """sort.stable (ops.yaml:2278 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_717(self):
+    """sort.stable (ops.yaml:2278 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_718(self):
+    """sort.stable (ops.yaml:2278 sample 1 result values)"""
     stable = True
     dim = 0
     descending = True
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
-def case_708(self):
-    """sort.stable (ops.yaml:2267 sample 1 result indices)"""
+def case_719(self):
+    """sort.stable (ops.yaml:2278 sample 1 result indices)"""
     stable = True
     dim = 0
     descending = True
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
-def case_709(self):
-    """topk (ops.yaml:2281 sample 0 result values)"""
+def case_720(self):
+    """topk (ops.yaml:2292 sample 0 result values)"""
     k = 2
     dim = -1
     largest = True
@@ -4301,8 +4362,8 @@ def case_709(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_710(self):
-    """topk (ops.yaml:2281 sample 0 result indices)"""
+def case_721(self):
+    """topk (ops.yaml:2292 sample 0 result indices)"""
     k = 2
     dim = -1
     largest = True
@@ -4310,8 +4371,8 @@ def case_710(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_711(self):
-    """topk (ops.yaml:2281 sample 1 result values)"""
+def case_722(self):
+    """topk (ops.yaml:2292 sample 1 result values)"""
     k = 3
     dim = 0
     largest = False
@@ -4319,8 +4380,8 @@ def case_711(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_712(self):
-    """topk (ops.yaml:2281 sample 1 result indices)"""
+def case_723(self):
+    """topk (ops.yaml:2292 sample 1 result indices)"""
     k = 3
     dim = 0
     largest = False
@@ -4328,8 +4389,8 @@ def case_712(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_713(self):
-    """topk (ops.yaml:2281 sample 2 result values)"""
+def case_724(self):
+    """topk (ops.yaml:2292 sample 2 result values)"""
     k = 1
     dim = 1
     largest = True
@@ -4337,8 +4398,8 @@ def case_713(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_714(self):
-    """topk (ops.yaml:2281 sample 2 result indices)"""
+def case_725(self):
+    """topk (ops.yaml:2292 sample 2 result indices)"""
     k = 1
     dim = 1
     largest = True
@@ -4346,8 +4407,8 @@ def case_714(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_715(self):
-    """topk (ops.yaml:2281 sample 3 result values)"""
+def case_726(self):
+    """topk (ops.yaml:2292 sample 3 result values)"""
     k = 0
     dim = -1
     largest = True
@@ -4355,8 +4416,8 @@ def case_715(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_716(self):
-    """topk (ops.yaml:2281 sample 3 result indices)"""
+def case_727(self):
+    """topk (ops.yaml:2292 sample 3 result indices)"""
     k = 0
     dim = -1
     largest = True
@@ -4364,8 +4425,8 @@ def case_716(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_717(self):
-    """topk (ops.yaml:2281 sample 4 result values)"""
+def case_728(self):
+    """topk (ops.yaml:2292 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -4373,8 +4434,8 @@ def case_717(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_718(self):
-    """topk (ops.yaml:2281 sample 4 result indices)"""
+def case_729(self):
+    """topk (ops.yaml:2292 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -4382,8 +4443,8 @@ def case_718(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_719(self):
-    """avg_pool2d (ops.yaml:2303 sample 0)"""
+def case_730(self):
+    """avg_pool2d (ops.yaml:2314 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4393,8 +4454,8 @@ def case_719(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_720(self):
-    """avg_pool2d (ops.yaml:2303 sample 1)"""
+def case_731(self):
+    """avg_pool2d (ops.yaml:2314 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4404,8 +4465,8 @@ def case_720(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_721(self):
-    """avg_pool2d (ops.yaml:2303 sample 2)"""
+def case_732(self):
+    """avg_pool2d (ops.yaml:2314 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4415,8 +4476,8 @@ def case_721(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_722(self):
-    """avg_pool2d (ops.yaml:2303 sample 3)"""
+def case_733(self):
+    """avg_pool2d (ops.yaml:2314 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4426,32 +4487,32 @@ def case_722(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_723(self):
-    """adaptive_avg_pool2d (ops.yaml:2322 sample 0)"""
+def case_734(self):
+    """adaptive_avg_pool2d (ops.yaml:2333 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_724(self):
-    """adaptive_avg_pool2d (ops.yaml:2322 sample 1)"""
+def case_735(self):
+    """adaptive_avg_pool2d (ops.yaml:2333 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_725(self):
-    """adaptive_avg_pool2d (ops.yaml:2322 sample 2)"""
+def case_736(self):
+    """adaptive_avg_pool2d (ops.yaml:2333 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_726(self):
-    """adaptive_avg_pool2d (ops.yaml:2322 sample 3)"""
+def case_737(self):
+    """adaptive_avg_pool2d (ops.yaml:2333 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_727(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2337 sample 0)"""
+def case_738(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2348 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4461,8 +4522,8 @@ def case_727(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_728(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2337 sample 1)"""
+def case_739(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2348 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4472,14 +4533,14 @@ def case_728(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_729(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2350 sample 0)"""
+def case_740(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2361 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_730(input, weight, bias):
-    """conv2d (ops.yaml:2397 sample 0)"""
+def case_741(input, weight, bias):
+    """conv2d (ops.yaml:2408 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4487,8 +4548,8 @@ def case_730(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_731(input, weight, bias):
-    """conv2d (ops.yaml:2397 sample 1)"""
+def case_742(input, weight, bias):
+    """conv2d (ops.yaml:2408 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4496,8 +4557,8 @@ def case_731(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_732(input, weight, bias):
-    """conv2d (ops.yaml:2397 sample 2)"""
+def case_743(input, weight, bias):
+    """conv2d (ops.yaml:2408 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4505,8 +4566,8 @@ def case_732(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_733(input, weight, bias):
-    """conv2d (ops.yaml:2397 sample 3)"""
+def case_744(input, weight, bias):
+    """conv2d (ops.yaml:2408 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4514,8 +4575,8 @@ def case_733(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_734(input, weight, bias):
-    """conv2d (ops.yaml:2397 sample 4)"""
+def case_745(input, weight, bias):
+    """conv2d (ops.yaml:2408 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4523,8 +4584,8 @@ def case_734(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_735(input, weight):
-    """conv2d (ops.yaml:2397 sample 5)"""
+def case_746(input, weight):
+    """conv2d (ops.yaml:2408 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4533,8 +4594,8 @@ def case_735(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_736(input, weight, bias):
-    """conv2d.padding (ops.yaml:2419 sample 0)"""
+def case_747(input, weight, bias):
+    """conv2d.padding (ops.yaml:2430 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4542,8 +4603,8 @@ def case_736(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_737(input, weight, bias):
-    """conv2d.padding (ops.yaml:2419 sample 1)"""
+def case_748(input, weight, bias):
+    """conv2d.padding (ops.yaml:2430 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4551,8 +4612,8 @@ def case_737(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_738(input, weight, bias):
-    """conv2d.padding (ops.yaml:2419 sample 2)"""
+def case_749(input, weight, bias):
+    """conv2d.padding (ops.yaml:2430 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4560,8 +4621,8 @@ def case_738(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_739(input, weight, bias):
-    """conv1d (ops.yaml:2439 sample 0)"""
+def case_750(input, weight, bias):
+    """conv1d (ops.yaml:2450 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4569,8 +4630,8 @@ def case_739(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_740(input, weight, bias):
-    """conv1d (ops.yaml:2439 sample 1)"""
+def case_751(input, weight, bias):
+    """conv1d (ops.yaml:2450 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4578,8 +4639,8 @@ def case_740(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_741(input, weight, bias):
-    """conv1d (ops.yaml:2439 sample 2)"""
+def case_752(input, weight, bias):
+    """conv1d (ops.yaml:2450 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4587,8 +4648,8 @@ def case_741(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_742(input, weight, bias):
-    """conv1d.padding (ops.yaml:2458 sample 0)"""
+def case_753(input, weight, bias):
+    """conv1d.padding (ops.yaml:2469 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4596,8 +4657,8 @@ def case_742(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_743(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2476 sample 0)"""
+def case_754(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2487 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4606,8 +4667,8 @@ def case_743(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_744(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2476 sample 1)"""
+def case_755(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2487 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4616,8 +4677,8 @@ def case_744(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_745(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2476 sample 2)"""
+def case_756(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2487 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4626,8 +4687,8 @@ def case_745(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_746(input, weight):
-    """conv_transpose2d.input (ops.yaml:2476 sample 3)"""
+def case_757(input, weight):
+    """conv_transpose2d.input (ops.yaml:2487 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4637,8 +4698,8 @@ def case_746(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_747(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2476 sample 4)"""
+def case_758(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2487 sample 4)"""
     stride = [1, 2]
     padding = [1, 1]
     output_padding = [1, 2]
@@ -4647,8 +4708,8 @@ def case_747(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_748(input, weight):
-    """conv_transpose2d.input (ops.yaml:2476 sample 5)"""
+def case_759(input, weight):
+    """conv_transpose2d.input (ops.yaml:2487 sample 5)"""
     bias = None
     stride = []
     padding = []
@@ -4658,8 +4719,8 @@ def case_748(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_749(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2495 sample 0)"""
+def case_760(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2506 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4668,8 +4729,8 @@ def case_749(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_750(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2495 sample 1)"""
+def case_761(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2506 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4678,8 +4739,8 @@ def case_750(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_751(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2508 sample 0)"""
+def case_762(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2519 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4688,8 +4749,8 @@ def case_751(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_752(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2508 sample 1)"""
+def case_763(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2519 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4698,18 +4759,18 @@ def case_752(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_753(grad_output):
-    """conv2d_backward_bias (ops.yaml:2522 sample 0)"""
+def case_764(grad_output):
+    """conv2d_backward_bias (ops.yaml:2533 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_754(grad_output):
-    """conv2d_backward_bias (ops.yaml:2522 sample 1)"""
+def case_765(grad_output):
+    """conv2d_backward_bias (ops.yaml:2533 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_755(self):
-    """max_pool2d_with_indices (ops.yaml:2540 sample 0 result values)"""
+def case_766(self):
+    """max_pool2d_with_indices (ops.yaml:2551 sample 0 result values)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4718,8 +4779,8 @@ def case_755(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_756(self):
-    """max_pool2d_with_indices (ops.yaml:2540 sample 0 result indices)"""
+def case_767(self):
+    """max_pool2d_with_indices (ops.yaml:2551 sample 0 result indices)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4728,8 +4789,8 @@ def case_756(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_757(self):
-    """max_pool2d_with_indices (ops.yaml:2540 sample 1 result values)"""
+def case_768(self):
+    """max_pool2d_with_indices (ops.yaml:2551 sample 1 result values)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4738,8 +4799,8 @@ def case_757(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_758(self):
-    """max_pool2d_with_indices (ops.yaml:2540 sample 1 result indices)"""
+def case_769(self):
+    """max_pool2d_with_indices (ops.yaml:2551 sample 1 result indices)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4748,8 +4809,8 @@ def case_758(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_759(self):
-    """max_pool2d_with_indices (ops.yaml:2540 sample 2 result values)"""
+def case_770(self):
+    """max_pool2d_with_indices (ops.yaml:2551 sample 2 result values)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4758,8 +4819,8 @@ def case_759(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_760(self):
-    """max_pool2d_with_indices (ops.yaml:2540 sample 2 result indices)"""
+def case_771(self):
+    """max_pool2d_with_indices (ops.yaml:2551 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4768,8 +4829,8 @@ def case_760(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_761(self):
-    """max_pool2d_with_indices (ops.yaml:2540 sample 3 result values)"""
+def case_772(self):
+    """max_pool2d_with_indices (ops.yaml:2551 sample 3 result values)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4778,8 +4839,8 @@ def case_761(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_762(self):
-    """max_pool2d_with_indices (ops.yaml:2540 sample 3 result indices)"""
+def case_773(self):
+    """max_pool2d_with_indices (ops.yaml:2551 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4788,8 +4849,8 @@ def case_762(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_763(self):
-    """max_pool2d (ops.yaml:2558 sample 0)"""
+def case_774(self):
+    """max_pool2d (ops.yaml:2569 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4798,8 +4859,8 @@ def case_763(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_764(self):
-    """max_pool2d (ops.yaml:2558 sample 1)"""
+def case_775(self):
+    """max_pool2d (ops.yaml:2569 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4808,8 +4869,8 @@ def case_764(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_765(self):
-    """max_pool2d (ops.yaml:2558 sample 2)"""
+def case_776(self):
+    """max_pool2d (ops.yaml:2569 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4818,16 +4879,16 @@ def case_765(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_766(input, weight, bias):
-    """layer_norm (ops.yaml:2583 sample 0)"""
+def case_777(input, weight, bias):
+    """layer_norm (ops.yaml:2594 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_767(input, weight):
-    """layer_norm (ops.yaml:2583 sample 1)"""
+def case_778(input, weight):
+    """layer_norm (ops.yaml:2594 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4835,8 +4896,8 @@ def case_767(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_768(input, bias):
-    """layer_norm (ops.yaml:2583 sample 2)"""
+def case_779(input, bias):
+    """layer_norm (ops.yaml:2594 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4844,16 +4905,16 @@ def case_768(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_769(input, weight, bias):
-    """layer_norm (ops.yaml:2583 sample 3)"""
+def case_780(input, weight, bias):
+    """layer_norm (ops.yaml:2594 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_770(input):
-    """layer_norm (ops.yaml:2583 sample 4)"""
+def case_781(input):
+    """layer_norm (ops.yaml:2594 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4862,16 +4923,16 @@ def case_770(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_771(input, weight, bias):
-    """group_norm (ops.yaml:2610 sample 0)"""
+def case_782(input, weight, bias):
+    """group_norm (ops.yaml:2621 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_772(input, weight):
-    """group_norm (ops.yaml:2610 sample 1)"""
+def case_783(input, weight):
+    """group_norm (ops.yaml:2621 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -4879,8 +4940,8 @@ def case_772(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_773(input, bias):
-    """group_norm (ops.yaml:2610 sample 2)"""
+def case_784(input, bias):
+    """group_norm (ops.yaml:2621 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -4888,16 +4949,16 @@ def case_773(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_774(input, weight, bias):
-    """group_norm (ops.yaml:2610 sample 3)"""
+def case_785(input, weight, bias):
+    """group_norm (ops.yaml:2621 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_775(input):
-    """group_norm (ops.yaml:2610 sample 4)"""
+def case_786(input):
+    """group_norm (ops.yaml:2621 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -4906,37 +4967,37 @@ def case_775(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_776(input, weight):
-    """rms_norm (ops.yaml:2634 sample 0)"""
+def case_787(input, weight):
+    """rms_norm (ops.yaml:2645 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_777(input):
-    """rms_norm (ops.yaml:2634 sample 1)"""
+def case_788(input):
+    """rms_norm (ops.yaml:2645 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_778(input, weight):
-    """rms_norm (ops.yaml:2634 sample 2)"""
+def case_789(input, weight):
+    """rms_norm (ops.yaml:2645 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_779(input, weight):
-    """rms_norm (ops.yaml:2634 sample 3)"""
+def case_790(input, weight):
+    """rms_norm (ops.yaml:2645 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_780(input, weight, bias):
-    """batch_norm (ops.yaml:2668 sample 0)"""
+def case_791(input, weight, bias):
+    """batch_norm (ops.yaml:2679 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -4946,8 +5007,8 @@ def case_780(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_781(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2668 sample 1)"""
+def case_792(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2679 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -4957,8 +5018,8 @@ def case_781(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_782(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2668 sample 2)"""
+def case_793(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2679 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -4967,8 +5028,8 @@ def case_782(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_783(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2668 sample 3)"""
+def case_794(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2679 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -4977,8 +5038,8 @@ def case_783(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_784(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2668 sample 4)"""
+def case_795(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2679 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4987,8 +5048,8 @@ def case_784(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_785(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2668 sample 5)"""
+def case_796(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2679 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -4997,23 +5058,23 @@ def case_785(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_786(input, weight, bias):
-    """row_norm (ops.yaml:2701 sample 0)"""
+def case_797(input, weight, bias):
+    """row_norm (ops.yaml:2712 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_787(input, weight):
-    """row_norm (ops.yaml:2701 sample 1)"""
+def case_798(input, weight):
+    """row_norm (ops.yaml:2712 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_788(input, weight, bias):
-    """batch_norm_training (ops.yaml:2732 sample 0)"""
+def case_799(input, weight, bias):
+    """batch_norm_training (ops.yaml:2743 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -5021,8 +5082,8 @@ def case_788(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_789(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2732 sample 1)"""
+def case_800(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2743 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -5030,466 +5091,466 @@ def case_789(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_790(self):
-    """softmax.int (ops.yaml:2901 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_791(self):
-    """softmax.int (ops.yaml:2901 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_792(self):
-    """softmax.int (ops.yaml:2901 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_793(self):
-    """softmax.int (ops.yaml:2901 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_794(self):
-    """softmax.int (ops.yaml:2901 sample 4)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_795(self):
-    """softmax.int (ops.yaml:2901 sample 5)"""
-    dim = 1
-    dtype = torch.float32
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_796(self):
-    """softmax.int (ops.yaml:2901 sample 6)"""
-    dim = 0
-    dtype = torch.float64
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_797(self):
-    """log_softmax.int (ops.yaml:2921 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
-def case_798(self):
-    """log_softmax.int (ops.yaml:2921 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
-def case_799(self):
-    """log_softmax.int (ops.yaml:2921 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
-def case_800(self):
-    """log_softmax.int (ops.yaml:2921 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
 def case_801(self):
-    """log_softmax.int (ops.yaml:2921 sample 4)"""
-    dim = 0
+    """softmax.int (ops.yaml:2912 sample 0)"""
+    dim = 1
     dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
+    return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_802(self):
-    """log_softmax.int (ops.yaml:2921 sample 5)"""
+    """softmax.int (ops.yaml:2912 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_803(self):
+    """softmax.int (ops.yaml:2912 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_804(self):
+    """softmax.int (ops.yaml:2912 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_805(self):
+    """softmax.int (ops.yaml:2912 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_806(self):
+    """softmax.int (ops.yaml:2912 sample 5)"""
+    dim = 1
+    dtype = torch.float32
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_807(self):
+    """softmax.int (ops.yaml:2912 sample 6)"""
+    dim = 0
+    dtype = torch.float64
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_808(self):
+    """log_softmax.int (ops.yaml:2932 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_809(self):
+    """log_softmax.int (ops.yaml:2932 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_810(self):
+    """log_softmax.int (ops.yaml:2932 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_811(self):
+    """log_softmax.int (ops.yaml:2932 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_812(self):
+    """log_softmax.int (ops.yaml:2932 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_813(self):
+    """log_softmax.int (ops.yaml:2932 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_803(self):
-    """log_softmax.int (ops.yaml:2921 sample 6)"""
+def case_814(self):
+    """log_softmax.int (ops.yaml:2932 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_804(grad_output, output):
-    """softmax_backward_data (ops.yaml:2941 sample 0)"""
+def case_815(grad_output, output):
+    """softmax_backward_data (ops.yaml:2952 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_805(grad_output, output):
-    """softmax_backward_data (ops.yaml:2941 sample 1)"""
+def case_816(grad_output, output):
+    """softmax_backward_data (ops.yaml:2952 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_806(grad_output, output):
-    """softmax_backward_data (ops.yaml:2941 sample 2)"""
+def case_817(grad_output, output):
+    """softmax_backward_data (ops.yaml:2952 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_807(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2958 sample 0)"""
+def case_818(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2969 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_808(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2958 sample 1)"""
+def case_819(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2969 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_809(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2958 sample 2)"""
+def case_820(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2969 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_810(input):
-    """dropout (ops.yaml:2997 sample 0)"""
+def case_821(input):
+    """dropout (ops.yaml:3008 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_811(input):
-    """dropout (ops.yaml:2997 sample 1)"""
+def case_822(input):
+    """dropout (ops.yaml:3008 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_812(input):
-    """dropout (ops.yaml:2997 sample 2)"""
+def case_823(input):
+    """dropout (ops.yaml:3008 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_813(input):
-    """dropout (ops.yaml:2997 sample 3)"""
+def case_824(input):
+    """dropout (ops.yaml:3008 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_814(input):
-    """dropout (ops.yaml:2997 sample 4)"""
+def case_825(input):
+    """dropout (ops.yaml:3008 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_815(self, target):
-    """mse_loss (ops.yaml:3011 sample 0)"""
+def case_826(self, target):
+    """mse_loss (ops.yaml:3022 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_816(self, target):
-    """mse_loss (ops.yaml:3011 sample 1)"""
+def case_827(self, target):
+    """mse_loss (ops.yaml:3022 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_817(self, target):
-    """mse_loss (ops.yaml:3011 sample 2)"""
+def case_828(self, target):
+    """mse_loss (ops.yaml:3022 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_818(self, target):
-    """mse_loss (ops.yaml:3011 sample 3)"""
+def case_829(self, target):
+    """mse_loss (ops.yaml:3022 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_819(self, target):
-    """mse_loss (ops.yaml:3011 sample 4)"""
+def case_830(self, target):
+    """mse_loss (ops.yaml:3022 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_820(self, target):
-    """l1_loss (ops.yaml:3026 sample 0)"""
+def case_831(self, target):
+    """l1_loss (ops.yaml:3037 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_821(self, target):
-    """l1_loss (ops.yaml:3026 sample 1)"""
+def case_832(self, target):
+    """l1_loss (ops.yaml:3037 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_822(self, target):
-    """l1_loss (ops.yaml:3026 sample 2)"""
+def case_833(self, target):
+    """l1_loss (ops.yaml:3037 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_823(self, target):
-    """l1_loss (ops.yaml:3026 sample 3)"""
+def case_834(self, target):
+    """l1_loss (ops.yaml:3037 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_824(self, target):
-    """l1_loss (ops.yaml:3026 sample 4)"""
+def case_835(self, target):
+    """l1_loss (ops.yaml:3037 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_825(self, target):
-    """smooth_l1_loss (ops.yaml:3041 sample 0)"""
+def case_836(self, target):
+    """smooth_l1_loss (ops.yaml:3052 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_826(self, target):
-    """smooth_l1_loss (ops.yaml:3041 sample 1)"""
+def case_837(self, target):
+    """smooth_l1_loss (ops.yaml:3052 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_827(self, target):
-    """smooth_l1_loss (ops.yaml:3041 sample 2)"""
+def case_838(self, target):
+    """smooth_l1_loss (ops.yaml:3052 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_828(self, target):
-    """smooth_l1_loss (ops.yaml:3041 sample 3)"""
+def case_839(self, target):
+    """smooth_l1_loss (ops.yaml:3052 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_829(self, target):
-    """smooth_l1_loss (ops.yaml:3041 sample 4)"""
+def case_840(self, target):
+    """smooth_l1_loss (ops.yaml:3052 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_830(self, target):
-    """smooth_l1_loss (ops.yaml:3041 sample 5)"""
+def case_841(self, target):
+    """smooth_l1_loss (ops.yaml:3052 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_831(self, target):
-    """huber_loss (ops.yaml:3057 sample 0)"""
+def case_842(self, target):
+    """huber_loss (ops.yaml:3068 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_832(self, target):
-    """huber_loss (ops.yaml:3057 sample 1)"""
+def case_843(self, target):
+    """huber_loss (ops.yaml:3068 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_833(self, target):
-    """huber_loss (ops.yaml:3057 sample 2)"""
+def case_844(self, target):
+    """huber_loss (ops.yaml:3068 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_834(self, target):
-    """huber_loss (ops.yaml:3057 sample 3)"""
+def case_845(self, target):
+    """huber_loss (ops.yaml:3068 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_835(self, target):
-    """huber_loss (ops.yaml:3057 sample 4)"""
-    reduction = 'sum'
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_836(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3074 sample 0)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
-
-
-def case_837(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3074 sample 1)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
-
-
-def case_838(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3074 sample 2)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
-
-
-def case_839(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3074 sample 3)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
-
-
-def case_840(self, target):
-    """binary_cross_entropy (ops.yaml:3089 sample 0)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_841(self, target):
-    """binary_cross_entropy (ops.yaml:3089 sample 1)"""
-    weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_842(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3089 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_843(self, target):
-    """binary_cross_entropy (ops.yaml:3089 sample 3)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_844(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3089 sample 4)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_845(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3089 sample 5)"""
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_846(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3105 sample 0)"""
+    """huber_loss (ops.yaml:3068 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_847(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3085 sample 0)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_848(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3085 sample 1)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_849(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3085 sample 2)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_850(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3085 sample 3)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_851(self, target):
+    """binary_cross_entropy (ops.yaml:3100 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_852(self, target):
+    """binary_cross_entropy (ops.yaml:3100 sample 1)"""
+    weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_853(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3100 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_854(self, target):
+    """binary_cross_entropy (ops.yaml:3100 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_855(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3100 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_856(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3100 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_857(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_847(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3105 sample 1)"""
+def case_858(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_848(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3105 sample 2)"""
+def case_859(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_849(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3105 sample 3)"""
+def case_860(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_850(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3105 sample 4)"""
+def case_861(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_851(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3105 sample 5)"""
+def case_862(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_852(self, target):
-    """nll_loss (ops.yaml:3128 sample 0)"""
+def case_863(self, target):
+    """nll_loss (ops.yaml:3139 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_853(self, target, weight):
-    """nll_loss (ops.yaml:3128 sample 1)"""
+def case_864(self, target, weight):
+    """nll_loss (ops.yaml:3139 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_854(self, target, weight):
-    """nll_loss (ops.yaml:3128 sample 2)"""
+def case_865(self, target, weight):
+    """nll_loss (ops.yaml:3139 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_855(self, target):
-    """nll_loss (ops.yaml:3128 sample 3)"""
+def case_866(self, target):
+    """nll_loss (ops.yaml:3139 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_856(self, target, weight):
-    """nll_loss (ops.yaml:3128 sample 4)"""
+def case_867(self, target, weight):
+    """nll_loss (ops.yaml:3139 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_857(self, target):
-    """nll_loss (ops.yaml:3128 sample 5)"""
+def case_868(self, target):
+    """nll_loss (ops.yaml:3139 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_858(self, target):
-    """cross_entropy_loss (ops.yaml:3151 sample 0)"""
+def case_869(self, target):
+    """cross_entropy_loss (ops.yaml:3162 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5497,32 +5558,32 @@ def case_858(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_859(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3151 sample 1)"""
+def case_870(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3162 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_860(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3151 sample 2)"""
+def case_871(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3162 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_861(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3151 sample 3)"""
+def case_872(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3162 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_862(self, target):
-    """cross_entropy_loss (ops.yaml:3151 sample 4)"""
+def case_873(self, target):
+    """cross_entropy_loss (ops.yaml:3162 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5530,8 +5591,8 @@ def case_862(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_863(self, target):
-    """cross_entropy_loss (ops.yaml:3151 sample 5)"""
+def case_874(self, target):
+    """cross_entropy_loss (ops.yaml:3162 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5539,16 +5600,16 @@ def case_863(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_864(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3151 sample 6)"""
+def case_875(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3162 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_865(self, target):
-    """cross_entropy_loss (ops.yaml:3151 sample 7)"""
+def case_876(self, target):
+    """cross_entropy_loss (ops.yaml:3162 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5556,24 +5617,24 @@ def case_865(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_866(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3151 sample 8)"""
+def case_877(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3162 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_867(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3151 sample 9)"""
+def case_878(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3162 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_868(self, target):
-    """cross_entropy_loss (ops.yaml:3151 sample 10)"""
+def case_879(self, target):
+    """cross_entropy_loss (ops.yaml:3162 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5581,16 +5642,16 @@ def case_868(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_869(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3151 sample 11)"""
+def case_880(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3162 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_870(self, target):
-    """cross_entropy_index (ops.yaml:3177 sample 0)"""
+def case_881(self, target):
+    """cross_entropy_index (ops.yaml:3188 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5598,16 +5659,16 @@ def case_870(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_871(self, target, weight):
-    """cross_entropy_index (ops.yaml:3177 sample 1)"""
+def case_882(self, target, weight):
+    """cross_entropy_index (ops.yaml:3188 sample 1)"""
     reduction = 'mean'
     ignore_index = 1
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_872(self, target):
-    """cross_entropy_index (ops.yaml:3177 sample 2)"""
+def case_883(self, target):
+    """cross_entropy_index (ops.yaml:3188 sample 2)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5615,16 +5676,16 @@ def case_872(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_873(self, target, weight):
-    """cross_entropy_index (ops.yaml:3177 sample 3)"""
+def case_884(self, target, weight):
+    """cross_entropy_index (ops.yaml:3188 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_874(self, target):
-    """cross_entropy_index (ops.yaml:3177 sample 4)"""
+def case_885(self, target):
+    """cross_entropy_index (ops.yaml:3188 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5632,8 +5693,8 @@ def case_874(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_875(self, target):
-    """cross_entropy_index (ops.yaml:3177 sample 5)"""
+def case_886(self, target):
+    """cross_entropy_index (ops.yaml:3188 sample 5)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5641,8 +5702,8 @@ def case_875(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_876(self, target):
-    """cross_entropy_index (ops.yaml:3177 sample 6)"""
+def case_887(self, target):
+    """cross_entropy_index (ops.yaml:3188 sample 6)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5650,8 +5711,8 @@ def case_876(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_877(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3216 sample 0)"""
+def case_888(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3227 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5659,24 +5720,24 @@ def case_877(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_878(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3216 sample 1)"""
+def case_889(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3227 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_879(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3216 sample 2)"""
+def case_890(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3227 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_880(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3216 sample 3)"""
+def case_891(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3227 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5684,8 +5745,8 @@ def case_880(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_881(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3216 sample 4)"""
+def case_892(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3227 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5693,8 +5754,8 @@ def case_881(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_882(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3216 sample 5)"""
+def case_893(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3227 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5702,8 +5763,8 @@ def case_882(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_883(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3216 sample 6)"""
+def case_894(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3227 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5711,96 +5772,96 @@ def case_883(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_884(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3244 sample 0 result output)"""
+def case_895(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3255 sample 0 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_885(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3244 sample 0 result attn)"""
+def case_896(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3255 sample 0 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_886(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3244 sample 1 result output)"""
+def case_897(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3255 sample 1 result output)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_887(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3244 sample 1 result attn)"""
+def case_898(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3255 sample 1 result attn)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_888(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3244 sample 2 result output)"""
+def case_899(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3255 sample 2 result output)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_889(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3244 sample 2 result attn)"""
+def case_900(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3255 sample 2 result attn)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_890(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3244 sample 3 result output)"""
+def case_901(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3255 sample 3 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_891(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3244 sample 3 result attn)"""
+def case_902(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3255 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_892():
-    """empty (ops.yaml:3274 sample 0)"""
+def case_903():
+    """empty (ops.yaml:3285 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_893():
-    """empty (ops.yaml:3274 sample 1)"""
+def case_904():
+    """empty (ops.yaml:3285 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_894():
-    """empty (ops.yaml:3274 sample 2)"""
+def case_905():
+    """empty (ops.yaml:3285 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_895():
-    """zeros (ops.yaml:3281 sample 0)"""
+def case_906():
+    """zeros (ops.yaml:3292 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_896():
-    """ones (ops.yaml:3289 sample 0)"""
+def case_907():
+    """ones (ops.yaml:3300 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_897():
-    """full (ops.yaml:3304 sample 0)"""
+def case_908():
+    """full (ops.yaml:3315 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5808,8 +5869,8 @@ def case_897():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_898():
-    """full (ops.yaml:3304 sample 1)"""
+def case_909():
+    """full (ops.yaml:3315 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5817,8 +5878,8 @@ def case_898():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_899():
-    """full (ops.yaml:3304 sample 2)"""
+def case_910():
+    """full (ops.yaml:3315 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5826,71 +5887,71 @@ def case_899():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_900(self):
-    """empty_like (ops.yaml:3315 sample 0)"""
+def case_911(self):
+    """empty_like (ops.yaml:3326 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_901(self):
-    """empty_like (ops.yaml:3315 sample 1)"""
+def case_912(self):
+    """empty_like (ops.yaml:3326 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_902(self):
-    """empty_like (ops.yaml:3315 sample 2)"""
+def case_913(self):
+    """empty_like (ops.yaml:3326 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_903(self):
-    """ones_like (ops.yaml:3335 sample 0)"""
+def case_914(self):
+    """ones_like (ops.yaml:3346 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_904(self):
-    """ones_like (ops.yaml:3335 sample 1)"""
+def case_915(self):
+    """ones_like (ops.yaml:3346 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_905(self):
-    """ones_like (ops.yaml:3335 sample 2)"""
+def case_916(self):
+    """ones_like (ops.yaml:3346 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_906(self):
-    """ones_like (ops.yaml:3335 sample 3)"""
+def case_917(self):
+    """ones_like (ops.yaml:3346 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_907(self):
-    """full_like (ops.yaml:3347 sample 0)"""
+def case_918(self):
+    """full_like (ops.yaml:3358 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_908(self):
-    """full_like (ops.yaml:3347 sample 1)"""
+def case_919(self):
+    """full_like (ops.yaml:3358 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_909(self):
-    """full_like (ops.yaml:3347 sample 2)"""
+def case_920(self):
+    """full_like (ops.yaml:3358 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_910():
-    """arange (ops.yaml:3352 sample 0)"""
+def case_921():
+    """arange (ops.yaml:3363 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5899,8 +5960,8 @@ def case_910():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_911():
-    """linspace (ops.yaml:3367 sample 0)"""
+def case_922():
+    """linspace (ops.yaml:3378 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5909,8 +5970,8 @@ def case_911():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_912():
-    """linspace (ops.yaml:3367 sample 1)"""
+def case_923():
+    """linspace (ops.yaml:3378 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5919,8 +5980,8 @@ def case_912():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_913():
-    """linspace (ops.yaml:3367 sample 2)"""
+def case_924():
+    """linspace (ops.yaml:3378 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5929,24 +5990,24 @@ def case_913():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_914():
-    """eye (ops.yaml:3379 sample 0)"""
+def case_925():
+    """eye (ops.yaml:3390 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_915():
-    """eye (ops.yaml:3379 sample 1)"""
+def case_926():
+    """eye (ops.yaml:3390 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_916():
-    """eye.m (ops.yaml:3390 sample 0)"""
+def case_927():
+    """eye.m (ops.yaml:3401 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5954,8 +6015,8 @@ def case_916():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_917():
-    """eye.m (ops.yaml:3390 sample 1)"""
+def case_928():
+    """eye.m (ops.yaml:3401 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5963,8 +6024,8 @@ def case_917():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_918():
-    """rand (ops.yaml:3394 sample 0)"""
+def case_929():
+    """rand (ops.yaml:3405 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5972,8 +6033,8 @@ def case_918():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_919():
-    """randn (ops.yaml:3405 sample 0)"""
+def case_930():
+    """randn (ops.yaml:3416 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5981,36 +6042,36 @@ def case_919():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_920(self):
-    """rand_like (ops.yaml:3422 sample 0)"""
+def case_931(self):
+    """rand_like (ops.yaml:3433 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_921(self):
-    """rand_like (ops.yaml:3422 sample 1)"""
+def case_932(self):
+    """rand_like (ops.yaml:3433 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_922(self):
-    """randn_like (ops.yaml:3432 sample 0)"""
+def case_933(self):
+    """randn_like (ops.yaml:3443 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_923(self):
-    """randn_like (ops.yaml:3432 sample 1)"""
+def case_934(self):
+    """randn_like (ops.yaml:3443 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_924():
-    """randint (ops.yaml:3443 sample 0)"""
+def case_935():
+    """randint (ops.yaml:3454 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -6019,8 +6080,8 @@ def case_924():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_925():
-    """randint (ops.yaml:3443 sample 1)"""
+def case_936():
+    """randint (ops.yaml:3454 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -6029,8 +6090,8 @@ def case_925():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_926():
-    """randint.low (ops.yaml:3454 sample 0)"""
+def case_937():
+    """randint.low (ops.yaml:3465 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -6040,8 +6101,8 @@ def case_926():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_927():
-    """randperm (ops.yaml:3464 sample 0)"""
+def case_938():
+    """randperm (ops.yaml:3475 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -6049,8 +6110,8 @@ def case_927():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_928():
-    """randperm (ops.yaml:3464 sample 1)"""
+def case_939():
+    """randperm (ops.yaml:3475 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -6058,95 +6119,95 @@ def case_928():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_929(self):
-    """bernoulli.p (ops.yaml:3481 sample 0)"""
+def case_940(self):
+    """bernoulli.p (ops.yaml:3492 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_930(self):
-    """bernoulli.p (ops.yaml:3481 sample 1)"""
+def case_941(self):
+    """bernoulli.p (ops.yaml:3492 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_931(self):
-    """bernoulli.p (ops.yaml:3481 sample 2)"""
+def case_942(self):
+    """bernoulli.p (ops.yaml:3492 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_932(self):
-    """normal (ops.yaml:3492 sample 0)"""
+def case_943(self):
+    """normal (ops.yaml:3503 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_933(self):
-    """normal (ops.yaml:3492 sample 1)"""
+def case_944(self):
+    """normal (ops.yaml:3503 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_934(self):
-    """normal (ops.yaml:3492 sample 2)"""
+def case_945(self):
+    """normal (ops.yaml:3503 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_935(self):
-    """uniform (ops.yaml:3504 sample 0)"""
+def case_946(self):
+    """uniform (ops.yaml:3515 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_936(self):
-    """uniform (ops.yaml:3504 sample 1)"""
+def case_947(self):
+    """uniform (ops.yaml:3515 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_937(self):
-    """uniform (ops.yaml:3504 sample 2)"""
+def case_948(self):
+    """uniform (ops.yaml:3515 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_938(self):
-    """maybe_multiply (ops.yaml:3517 sample 0)"""
+def case_949(self):
+    """maybe_multiply (ops.yaml:3528 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_939(self):
-    """maybe_multiply (ops.yaml:3517 sample 1)"""
+def case_950(self):
+    """maybe_multiply (ops.yaml:3528 sample 1)"""
     other = 1
     return self * other
 
 
-def case_940(self):
-    """sum_to (ops.yaml:3528 sample 0)"""
+def case_951(self):
+    """sum_to (ops.yaml:3539 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_941(self):
-    """sum_to (ops.yaml:3528 sample 1)"""
+def case_952(self):
+    """sum_to (ops.yaml:3539 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -8525,2339 +8586,2394 @@ CASES = [
     dict(op="mm", where="ops.yaml:1356 sample 0", fn=case_474, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
     dict(op="mm", where="ops.yaml:1356 sample 1", fn=case_475, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
     dict(op="mm", where="ops.yaml:1356 sample 2", fn=case_476, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
     dict(op="mm", where="ops.yaml:1356 sample 3", fn=case_477, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 0", fn=case_478, tensors=["self", "other"],
+    dict(op="mm", where="ops.yaml:1356 sample 4", fn=case_478, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="mm", where="ops.yaml:1356 sample 5", fn=case_479, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="mm", where="ops.yaml:1356 sample 6", fn=case_480, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1377 sample 0", fn=case_481, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 1", fn=case_479, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 1", fn=case_482, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 2", fn=case_480, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 2", fn=case_483, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 3", fn=case_481, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 3", fn=case_484, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 4", fn=case_482, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 4", fn=case_485, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 5", fn=case_483, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 5", fn=case_486, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 6", fn=case_484, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 6", fn=case_487, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 7", fn=case_485, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 7", fn=case_488, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 8", fn=case_486, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 8", fn=case_489, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 9", fn=case_487, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 9", fn=case_490, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1374 sample 10", fn=case_488, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1377 sample 10", fn=case_491, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1404 sample 0", fn=case_489, tensors=["self", "mat2"],
+    dict(op="matmul", where="ops.yaml:1377 sample 11", fn=case_492, tensors=["self", "other"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1408 sample 0", fn=case_493, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1404 sample 1", fn=case_490, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1408 sample 1", fn=case_494, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1404 sample 2", fn=case_491, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1408 sample 2", fn=case_495, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1404 sample 3", fn=case_492, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1408 sample 3", fn=case_496, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1431 sample 0", fn=case_493, tensors=["self", "mat1", "mat2"],
+    dict(op="bmm", where="ops.yaml:1408 sample 4", fn=case_497, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1436 sample 0", fn=case_498, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1431 sample 1", fn=case_494, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1436 sample 1", fn=case_499, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1431 sample 2", fn=case_495, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1436 sample 2", fn=case_500, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1431 sample 3", fn=case_496, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1436 sample 3", fn=case_501, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1431 sample 4", fn=case_497, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1436 sample 4", fn=case_502, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1463 sample 0", fn=case_498, tensors=["self", "batch1", "batch2"],
+    dict(op="addmm", where="ops.yaml:1436 sample 5", fn=case_503, tensors=["self", "mat1", "mat2"],
+         free=[False, False, False],
+         no_grad=[False, False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1436 sample 6", fn=case_504, tensors=["self", "mat1", "mat2"],
+         free=[False, False, False],
+         no_grad=[False, False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1470 sample 0", fn=case_505, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1463 sample 1", fn=case_499, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1470 sample 1", fn=case_506, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1463 sample 2", fn=case_500, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1470 sample 2", fn=case_507, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1463 sample 3", fn=case_501, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1470 sample 3", fn=case_508, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1463 sample 4", fn=case_502, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1470 sample 4", fn=case_509, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1484 sample 0", fn=case_503, tensors=["self", "tensor"],
+    dict(op="baddbmm", where="ops.yaml:1470 sample 5", fn=case_510, tensors=["self", "batch1", "batch2"],
+         free=[False, False, False],
+         no_grad=[False, False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="dot", where="ops.yaml:1492 sample 0", fn=case_511, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1484 sample 1", fn=case_504, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1492 sample 1", fn=case_512, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1484 sample 2", fn=case_505, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1492 sample 2", fn=case_513, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1501 sample 0", fn=case_506, tensors=["self", "vec2"],
+    dict(op="dot", where="ops.yaml:1492 sample 3", fn=case_514, tensors=["self", "tensor"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="outer", where="ops.yaml:1510 sample 0", fn=case_515, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1501 sample 1", fn=case_507, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1510 sample 1", fn=case_516, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1501 sample 2", fn=case_508, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1510 sample 2", fn=case_517, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 0", fn=case_509, tensors=["input", "weight", "bias"],
+    dict(op="outer", where="ops.yaml:1510 sample 3", fn=case_518, tensors=["self", "vec2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 0", fn=case_519, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 1", fn=case_510, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1534 sample 1", fn=case_520, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 2", fn=case_511, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1534 sample 2", fn=case_521, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 3", fn=case_512, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1534 sample 3", fn=case_522, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 4", fn=case_523, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 5", fn=case_524, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 6", fn=case_525, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 7", fn=case_526, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 8", fn=case_527, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 9", fn=case_528, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 10", fn=case_529, tensors=["input", "weight"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 11", fn=case_530, tensors=["input", "weight", "bias"],
+         free=[True, True, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1534 sample 12", fn=case_531, tensors=["input", "weight", "bias"],
+         free=[False, False, False],
+         no_grad=[False, False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1563 sample 0", fn=case_532, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 4", fn=case_513, tensors=["input", "weight", "bias"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1563 sample 1", fn=case_533, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 5", fn=case_514, tensors=["input", "weight", "bias"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1563 sample 2", fn=case_534, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 6", fn=case_515, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 7", fn=case_516, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 8", fn=case_517, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 9", fn=case_518, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 10", fn=case_519, tensors=["input", "weight"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:1524 sample 11", fn=case_520, tensors=["input", "weight", "bias"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1552 sample 0", fn=case_521, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1552 sample 1", fn=case_522, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1552 sample 2", fn=case_523, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1563 sample 3", fn=case_535, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1552 sample 3", fn=case_524, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True],
-         no_grad=[False, False, False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1573 sample 0", fn=case_525, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1584 sample 0", fn=case_536, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1573 sample 1", fn=case_526, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1584 sample 1", fn=case_537, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1573 sample 2", fn=case_527, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1584 sample 2", fn=case_538, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1573 sample 3", fn=case_528, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1584 sample 3", fn=case_539, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1591 sample 0", fn=case_529, tensors=["self"],
+    dict(op="t", where="ops.yaml:1602 sample 0", fn=case_540, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1591 sample 1", fn=case_530, tensors=["self"],
+    dict(op="t", where="ops.yaml:1602 sample 1", fn=case_541, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1602 sample 0", fn=case_531, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1613 sample 0", fn=case_542, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1602 sample 1", fn=case_532, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1613 sample 1", fn=case_543, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1616 sample 0", fn=case_533, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1627 sample 0", fn=case_544, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1625 sample 0", fn=case_534, tensors=["self"],
+    dict(op="view", where="ops.yaml:1636 sample 0", fn=case_545, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1625 sample 1", fn=case_535, tensors=["self"],
+    dict(op="view", where="ops.yaml:1636 sample 1", fn=case_546, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1635 sample 0", fn=case_536, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1646 sample 0", fn=case_547, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1635 sample 1", fn=case_537, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1646 sample 1", fn=case_548, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1645 sample 0", fn=case_538, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1656 sample 0", fn=case_549, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1645 sample 1", fn=case_539, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1656 sample 1", fn=case_550, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1655 sample 0", fn=case_540, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1666 sample 0", fn=case_551, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1665 sample 0", fn=case_541, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1676 sample 0", fn=case_552, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1665 sample 1", fn=case_542, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1676 sample 1", fn=case_553, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1676 sample 0", fn=case_543, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1687 sample 0", fn=case_554, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1676 sample 1", fn=case_544, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1687 sample 1", fn=case_555, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1690 sample 0", fn=case_545, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1701 sample 0", fn=case_556, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1690 sample 1", fn=case_546, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1701 sample 1", fn=case_557, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1701 sample 0", fn=case_547, tensors=["self"],
+    dict(op="select", where="ops.yaml:1712 sample 0", fn=case_558, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1701 sample 1", fn=case_548, tensors=["self"],
+    dict(op="select", where="ops.yaml:1712 sample 1", fn=case_559, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1711 sample 0", fn=case_549, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1722 sample 0", fn=case_560, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1724 sample 0", fn=case_550, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1735 sample 0", fn=case_561, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1724 sample 1", fn=case_551, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1735 sample 1", fn=case_562, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1724 sample 2", fn=case_552, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1735 sample 2", fn=case_563, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1724 sample 3", fn=case_553, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1735 sample 3", fn=case_564, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1724 sample 4", fn=case_554, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1735 sample 4", fn=case_565, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1743 sample 0", fn=case_555, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1754 sample 0", fn=case_566, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1743 sample 1", fn=case_556, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1754 sample 1", fn=case_567, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1743 sample 2", fn=case_557, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1754 sample 2", fn=case_568, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1743 sample 3", fn=case_558, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1754 sample 3", fn=case_569, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1755 sample 0", fn=case_559, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1766 sample 0", fn=case_570, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1755 sample 1", fn=case_560, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1766 sample 1", fn=case_571, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1755 sample 2", fn=case_561, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1766 sample 2", fn=case_572, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1755 sample 3", fn=case_562, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1766 sample 3", fn=case_573, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1773 sample 0", fn=case_563, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1784 sample 0", fn=case_574, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1773 sample 1", fn=case_564, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1784 sample 1", fn=case_575, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1773 sample 2", fn=case_565, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1784 sample 2", fn=case_576, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1773 sample 3", fn=case_566, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1784 sample 3", fn=case_577, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1788 sample 0", fn=case_567, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1799 sample 0", fn=case_578, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1788 sample 1", fn=case_568, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1799 sample 1", fn=case_579, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1788 sample 2", fn=case_569, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1799 sample 2", fn=case_580, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1788 sample 3", fn=case_570, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1799 sample 3", fn=case_581, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1788 sample 4", fn=case_571, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1799 sample 4", fn=case_582, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1788 sample 5", fn=case_572, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1799 sample 5", fn=case_583, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1803 sample 0", fn=case_573, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1814 sample 0", fn=case_584, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1803 sample 1", fn=case_574, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1814 sample 1", fn=case_585, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1803 sample 2", fn=case_575, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1814 sample 2", fn=case_586, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1803 sample 3", fn=case_576, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1814 sample 3", fn=case_587, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1803 sample 4", fn=case_577, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1814 sample 4", fn=case_588, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1820 sample 0", fn=case_578, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1831 sample 0", fn=case_589, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1820 sample 1", fn=case_579, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1831 sample 1", fn=case_590, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1820 sample 2", fn=case_580, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1831 sample 2", fn=case_591, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1820 sample 3", fn=case_581, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1831 sample 3", fn=case_592, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1820 sample 4", fn=case_582, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1831 sample 4", fn=case_593, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1844 sample 0", fn=case_583, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1855 sample 0", fn=case_594, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1844 sample 1", fn=case_584, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1855 sample 1", fn=case_595, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1844 sample 2", fn=case_585, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1855 sample 2", fn=case_596, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1844 sample 3", fn=case_586, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1855 sample 3", fn=case_597, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1844 sample 4", fn=case_587, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1855 sample 4", fn=case_598, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1860 sample 0", fn=case_588, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1871 sample 0", fn=case_599, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1860 sample 1", fn=case_589, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1871 sample 1", fn=case_600, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1860 sample 2", fn=case_590, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1871 sample 2", fn=case_601, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1860 sample 3", fn=case_591, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1871 sample 3", fn=case_602, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1860 sample 4", fn=case_592, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1871 sample 4", fn=case_603, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1874 sample 0", fn=case_593, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1885 sample 0", fn=case_604, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1874 sample 1", fn=case_594, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1885 sample 1", fn=case_605, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1874 sample 2", fn=case_595, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1885 sample 2", fn=case_606, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1874 sample 3", fn=case_596, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1885 sample 3", fn=case_607, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1874 sample 4", fn=case_597, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1885 sample 4", fn=case_608, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1874 sample 5", fn=case_598, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1885 sample 5", fn=case_609, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1874 sample 6", fn=case_599, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1885 sample 6", fn=case_610, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1874 sample 7", fn=case_600, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1885 sample 7", fn=case_611, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1894 sample 0", fn=case_601, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1905 sample 0", fn=case_612, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1894 sample 1", fn=case_602, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1905 sample 1", fn=case_613, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1894 sample 2", fn=case_603, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1905 sample 2", fn=case_614, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1894 sample 3", fn=case_604, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1905 sample 3", fn=case_615, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1894 sample 4", fn=case_605, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1905 sample 4", fn=case_616, tensors=["tensors_0", "tensors_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1915 sample 0", fn=case_606, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1926 sample 0", fn=case_617, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1915 sample 1", fn=case_607, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1926 sample 1", fn=case_618, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1915 sample 2", fn=case_608, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1926 sample 2", fn=case_619, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1915 sample 3", fn=case_609, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1926 sample 3", fn=case_620, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1915 sample 4", fn=case_610, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1926 sample 4", fn=case_621, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1929 sample 0", fn=case_611, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1940 sample 0", fn=case_622, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1929 sample 1", fn=case_612, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1940 sample 1", fn=case_623, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1929 sample 2", fn=case_613, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1940 sample 2", fn=case_624, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1929 sample 3", fn=case_614, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1940 sample 3", fn=case_625, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1942 sample 0", fn=case_615, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1953 sample 0", fn=case_626, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1942 sample 1", fn=case_616, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1953 sample 1", fn=case_627, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1942 sample 2", fn=case_617, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1953 sample 2", fn=case_628, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1942 sample 3", fn=case_618, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1953 sample 3", fn=case_629, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1955 sample 0", fn=case_619, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1966 sample 0", fn=case_630, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1955 sample 1", fn=case_620, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1966 sample 1", fn=case_631, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1955 sample 2", fn=case_621, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1966 sample 2", fn=case_632, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1955 sample 3", fn=case_622, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1966 sample 3", fn=case_633, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1968 sample 0", fn=case_623, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1979 sample 0", fn=case_634, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1968 sample 1", fn=case_624, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1979 sample 1", fn=case_635, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1968 sample 2", fn=case_625, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1979 sample 2", fn=case_636, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1968 sample 3", fn=case_626, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1979 sample 3", fn=case_637, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1985 sample 0", fn=case_627, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1996 sample 0", fn=case_638, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1985 sample 1", fn=case_628, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1996 sample 1", fn=case_639, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1985 sample 2", fn=case_629, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1996 sample 2", fn=case_640, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1985 sample 3", fn=case_630, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1996 sample 3", fn=case_641, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1985 sample 4", fn=case_631, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1996 sample 4", fn=case_642, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1985 sample 5", fn=case_632, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1996 sample 5", fn=case_643, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2009 sample 0", fn=case_633, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2020 sample 0", fn=case_644, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2009 sample 1", fn=case_634, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2020 sample 1", fn=case_645, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2009 sample 2", fn=case_635, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2020 sample 2", fn=case_646, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2009 sample 3", fn=case_636, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2020 sample 3", fn=case_647, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2009 sample 4", fn=case_637, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2020 sample 4", fn=case_648, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2024 sample 0", fn=case_638, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2035 sample 0", fn=case_649, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2024 sample 1", fn=case_639, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2035 sample 1", fn=case_650, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2024 sample 2", fn=case_640, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2035 sample 2", fn=case_651, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2037 sample 0", fn=case_641, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2048 sample 0", fn=case_652, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2037 sample 1", fn=case_642, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2048 sample 1", fn=case_653, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2037 sample 2", fn=case_643, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2048 sample 2", fn=case_654, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2037 sample 3", fn=case_644, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2048 sample 3", fn=case_655, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2037 sample 4", fn=case_645, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2048 sample 4", fn=case_656, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2060 sample 0", fn=case_646, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2071 sample 0", fn=case_657, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2060 sample 1", fn=case_647, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2071 sample 1", fn=case_658, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2060 sample 2", fn=case_648, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2071 sample 2", fn=case_659, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2060 sample 3", fn=case_649, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2071 sample 3", fn=case_660, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2081 sample 0", fn=case_650, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2092 sample 0", fn=case_661, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2081 sample 1", fn=case_651, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2092 sample 1", fn=case_662, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2081 sample 2", fn=case_652, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2092 sample 2", fn=case_663, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2094 sample 0", fn=case_653, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2105 sample 0", fn=case_664, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2094 sample 1", fn=case_654, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2105 sample 1", fn=case_665, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2094 sample 2", fn=case_655, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2105 sample 2", fn=case_666, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2094 sample 3", fn=case_656, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2105 sample 3", fn=case_667, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2094 sample 4", fn=case_657, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2105 sample 4", fn=case_668, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2113 sample 0", fn=case_658, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2124 sample 0", fn=case_669, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2113 sample 1", fn=case_659, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2124 sample 1", fn=case_670, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2113 sample 2", fn=case_660, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2124 sample 2", fn=case_671, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2113 sample 3", fn=case_661, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2124 sample 3", fn=case_672, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2127 sample 0", fn=case_662, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2138 sample 0", fn=case_673, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2127 sample 1", fn=case_663, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2138 sample 1", fn=case_674, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2154 sample 0", fn=case_664, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2165 sample 0", fn=case_675, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2154 sample 1", fn=case_665, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2165 sample 1", fn=case_676, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2154 sample 2", fn=case_666, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2165 sample 2", fn=case_677, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2154 sample 3", fn=case_667, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2165 sample 3", fn=case_678, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2166 sample 0", fn=case_668, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2177 sample 0", fn=case_679, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2166 sample 1", fn=case_669, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2177 sample 1", fn=case_680, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2166 sample 2", fn=case_670, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2177 sample 2", fn=case_681, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2166 sample 3", fn=case_671, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2177 sample 3", fn=case_682, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2179 sample 0", fn=case_672, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2190 sample 0", fn=case_683, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2179 sample 1", fn=case_673, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2190 sample 1", fn=case_684, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2179 sample 2", fn=case_674, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2190 sample 2", fn=case_685, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2179 sample 3", fn=case_675, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2190 sample 3", fn=case_686, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2179 sample 4", fn=case_676, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2190 sample 4", fn=case_687, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2194 sample 0", fn=case_677, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2205 sample 0", fn=case_688, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2194 sample 1", fn=case_678, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2205 sample 1", fn=case_689, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2194 sample 2", fn=case_679, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2205 sample 2", fn=case_690, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2194 sample 3", fn=case_680, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2205 sample 3", fn=case_691, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2194 sample 4", fn=case_681, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2205 sample 4", fn=case_692, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2210 sample 0", fn=case_682, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2221 sample 0", fn=case_693, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2210 sample 1", fn=case_683, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2221 sample 1", fn=case_694, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2221 sample 0", fn=case_684, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2232 sample 0", fn=case_695, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2221 sample 1", fn=case_685, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2232 sample 1", fn=case_696, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2221 sample 2", fn=case_686, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2232 sample 2", fn=case_697, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2221 sample 3", fn=case_687, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2232 sample 3", fn=case_698, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2221 sample 4", fn=case_688, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2232 sample 4", fn=case_699, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2221 sample 5", fn=case_689, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2232 sample 5", fn=case_700, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2236 sample 0", fn=case_690, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2247 sample 0", fn=case_701, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2236 sample 1", fn=case_691, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2247 sample 1", fn=case_702, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2236 sample 2", fn=case_692, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2247 sample 2", fn=case_703, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2236 sample 3", fn=case_693, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2247 sample 3", fn=case_704, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2236 sample 4", fn=case_694, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2247 sample 4", fn=case_705, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 0 result values", fn=case_695, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 0 result values", fn=case_706, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 0 result indices", fn=case_696, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 0 result indices", fn=case_707, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 1 result values", fn=case_697, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 1 result values", fn=case_708, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 1 result indices", fn=case_698, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 1 result indices", fn=case_709, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 2 result values", fn=case_699, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 2 result values", fn=case_710, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 2 result indices", fn=case_700, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 2 result indices", fn=case_711, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 3 result values", fn=case_701, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 3 result values", fn=case_712, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 3 result indices", fn=case_702, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 3 result indices", fn=case_713, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 4 result values", fn=case_703, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 4 result values", fn=case_714, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2251 sample 4 result indices", fn=case_704, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2262 sample 4 result indices", fn=case_715, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2267 sample 0 result values", fn=case_705, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2278 sample 0 result values", fn=case_716, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2267 sample 0 result indices", fn=case_706, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2278 sample 0 result indices", fn=case_717, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2267 sample 1 result values", fn=case_707, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2278 sample 1 result values", fn=case_718, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2267 sample 1 result indices", fn=case_708, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2278 sample 1 result indices", fn=case_719, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 0 result values", fn=case_709, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 0 result values", fn=case_720, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 0 result indices", fn=case_710, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 0 result indices", fn=case_721, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 1 result values", fn=case_711, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 1 result values", fn=case_722, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 1 result indices", fn=case_712, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 1 result indices", fn=case_723, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 2 result values", fn=case_713, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 2 result values", fn=case_724, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 2 result indices", fn=case_714, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 2 result indices", fn=case_725, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 3 result values", fn=case_715, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 3 result values", fn=case_726, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 3 result indices", fn=case_716, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 3 result indices", fn=case_727, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 4 result values", fn=case_717, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 4 result values", fn=case_728, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2281 sample 4 result indices", fn=case_718, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2292 sample 4 result indices", fn=case_729, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2303 sample 0", fn=case_719, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2314 sample 0", fn=case_730, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2303 sample 1", fn=case_720, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2314 sample 1", fn=case_731, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2303 sample 2", fn=case_721, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2314 sample 2", fn=case_732, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2303 sample 3", fn=case_722, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2314 sample 3", fn=case_733, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2322 sample 0", fn=case_723, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2333 sample 0", fn=case_734, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2322 sample 1", fn=case_724, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2333 sample 1", fn=case_735, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2322 sample 2", fn=case_725, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2333 sample 2", fn=case_736, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2322 sample 3", fn=case_726, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2333 sample 3", fn=case_737, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2337 sample 0", fn=case_727, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2348 sample 0", fn=case_738, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2337 sample 1", fn=case_728, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2348 sample 1", fn=case_739, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2350 sample 0", fn=case_729, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2361 sample 0", fn=case_740, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2397 sample 0", fn=case_730, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2408 sample 0", fn=case_741, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2397 sample 1", fn=case_731, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2408 sample 1", fn=case_742, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2397 sample 2", fn=case_732, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2408 sample 2", fn=case_743, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2397 sample 3", fn=case_733, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2408 sample 3", fn=case_744, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2397 sample 4", fn=case_734, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2408 sample 4", fn=case_745, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2397 sample 5", fn=case_735, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2408 sample 5", fn=case_746, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2419 sample 0", fn=case_736, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2430 sample 0", fn=case_747, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2419 sample 1", fn=case_737, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2430 sample 1", fn=case_748, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2419 sample 2", fn=case_738, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2430 sample 2", fn=case_749, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2439 sample 0", fn=case_739, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2450 sample 0", fn=case_750, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2439 sample 1", fn=case_740, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2450 sample 1", fn=case_751, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2439 sample 2", fn=case_741, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2450 sample 2", fn=case_752, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2458 sample 0", fn=case_742, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2469 sample 0", fn=case_753, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2476 sample 0", fn=case_743, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 0", fn=case_754, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2476 sample 1", fn=case_744, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 1", fn=case_755, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2476 sample 2", fn=case_745, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 2", fn=case_756, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2476 sample 3", fn=case_746, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 3", fn=case_757, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2476 sample 4", fn=case_747, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 4", fn=case_758, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2476 sample 5", fn=case_748, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 5", fn=case_759, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2495 sample 0", fn=case_749, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2506 sample 0", fn=case_760, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2495 sample 1", fn=case_750, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2506 sample 1", fn=case_761, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2508 sample 0", fn=case_751, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2519 sample 0", fn=case_762, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2508 sample 1", fn=case_752, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2519 sample 1", fn=case_763, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2522 sample 0", fn=case_753, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2533 sample 0", fn=case_764, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2522 sample 1", fn=case_754, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2533 sample 1", fn=case_765, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2540 sample 0 result values", fn=case_755, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 0 result values", fn=case_766, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2540 sample 0 result indices", fn=case_756, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 0 result indices", fn=case_767, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2540 sample 1 result values", fn=case_757, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 1 result values", fn=case_768, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2540 sample 1 result indices", fn=case_758, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 1 result indices", fn=case_769, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2540 sample 2 result values", fn=case_759, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 2 result values", fn=case_770, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2540 sample 2 result indices", fn=case_760, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 2 result indices", fn=case_771, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2540 sample 3 result values", fn=case_761, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 3 result values", fn=case_772, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2540 sample 3 result indices", fn=case_762, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 3 result indices", fn=case_773, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2558 sample 0", fn=case_763, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2569 sample 0", fn=case_774, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2558 sample 1", fn=case_764, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2569 sample 1", fn=case_775, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2558 sample 2", fn=case_765, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2569 sample 2", fn=case_776, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2583 sample 0", fn=case_766, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2594 sample 0", fn=case_777, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2583 sample 1", fn=case_767, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2594 sample 1", fn=case_778, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2583 sample 2", fn=case_768, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2594 sample 2", fn=case_779, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2583 sample 3", fn=case_769, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2594 sample 3", fn=case_780, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2583 sample 4", fn=case_770, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2594 sample 4", fn=case_781, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2610 sample 0", fn=case_771, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2621 sample 0", fn=case_782, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2610 sample 1", fn=case_772, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2621 sample 1", fn=case_783, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2610 sample 2", fn=case_773, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2621 sample 2", fn=case_784, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2610 sample 3", fn=case_774, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2621 sample 3", fn=case_785, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2610 sample 4", fn=case_775, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2621 sample 4", fn=case_786, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2634 sample 0", fn=case_776, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2645 sample 0", fn=case_787, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2634 sample 1", fn=case_777, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2645 sample 1", fn=case_788, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2634 sample 2", fn=case_778, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2645 sample 2", fn=case_789, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2634 sample 3", fn=case_779, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2645 sample 3", fn=case_790, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2668 sample 0", fn=case_780, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2679 sample 0", fn=case_791, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2668 sample 1", fn=case_781, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2679 sample 1", fn=case_792, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2668 sample 2", fn=case_782, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2679 sample 2", fn=case_793, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2668 sample 3", fn=case_783, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2679 sample 3", fn=case_794, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2668 sample 4", fn=case_784, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2679 sample 4", fn=case_795, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2668 sample 5", fn=case_785, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2679 sample 5", fn=case_796, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2701 sample 0", fn=case_786, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2712 sample 0", fn=case_797, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2701 sample 1", fn=case_787, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2712 sample 1", fn=case_798, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2732 sample 0", fn=case_788, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2743 sample 0", fn=case_799, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2732 sample 1", fn=case_789, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2743 sample 1", fn=case_800, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2901 sample 0", fn=case_790, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2912 sample 0", fn=case_801, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2901 sample 1", fn=case_791, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2912 sample 1", fn=case_802, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2901 sample 2", fn=case_792, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2912 sample 2", fn=case_803, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2901 sample 3", fn=case_793, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2901 sample 4", fn=case_794, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2901 sample 5", fn=case_795, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2901 sample 6", fn=case_796, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2921 sample 0", fn=case_797, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2921 sample 1", fn=case_798, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2921 sample 2", fn=case_799, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2921 sample 3", fn=case_800, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2912 sample 3", fn=case_804, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2921 sample 4", fn=case_801, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2912 sample 4", fn=case_805, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2921 sample 5", fn=case_802, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2912 sample 5", fn=case_806, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2921 sample 6", fn=case_803, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2912 sample 6", fn=case_807, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2941 sample 0", fn=case_804, tensors=["grad_output", "output"],
+    dict(op="log_softmax.int", where="ops.yaml:2932 sample 0", fn=case_808, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2932 sample 1", fn=case_809, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2932 sample 2", fn=case_810, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2932 sample 3", fn=case_811, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2932 sample 4", fn=case_812, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2932 sample 5", fn=case_813, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2932 sample 6", fn=case_814, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2952 sample 0", fn=case_815, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2941 sample 1", fn=case_805, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2952 sample 1", fn=case_816, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2941 sample 2", fn=case_806, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2952 sample 2", fn=case_817, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2958 sample 0", fn=case_807, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2969 sample 0", fn=case_818, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2958 sample 1", fn=case_808, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2969 sample 1", fn=case_819, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2958 sample 2", fn=case_809, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2969 sample 2", fn=case_820, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2997 sample 0", fn=case_810, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3008 sample 0", fn=case_821, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2997 sample 1", fn=case_811, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3008 sample 1", fn=case_822, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2997 sample 2", fn=case_812, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3008 sample 2", fn=case_823, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2997 sample 3", fn=case_813, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3008 sample 3", fn=case_824, tensors=["input"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2997 sample 4", fn=case_814, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3008 sample 4", fn=case_825, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:3011 sample 0", fn=case_815, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3022 sample 0", fn=case_826, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3011 sample 1", fn=case_816, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3022 sample 1", fn=case_827, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3011 sample 2", fn=case_817, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3022 sample 2", fn=case_828, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3011 sample 3", fn=case_818, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3022 sample 3", fn=case_829, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3011 sample 4", fn=case_819, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3022 sample 4", fn=case_830, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3026 sample 0", fn=case_820, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3037 sample 0", fn=case_831, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3026 sample 1", fn=case_821, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3037 sample 1", fn=case_832, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3026 sample 2", fn=case_822, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3037 sample 2", fn=case_833, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3026 sample 3", fn=case_823, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3037 sample 3", fn=case_834, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3026 sample 4", fn=case_824, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3037 sample 4", fn=case_835, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3041 sample 0", fn=case_825, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 0", fn=case_836, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3041 sample 1", fn=case_826, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 1", fn=case_837, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3041 sample 2", fn=case_827, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 2", fn=case_838, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3041 sample 3", fn=case_828, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 3", fn=case_839, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3041 sample 4", fn=case_829, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 4", fn=case_840, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3041 sample 5", fn=case_830, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 5", fn=case_841, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3057 sample 0", fn=case_831, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3068 sample 0", fn=case_842, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3057 sample 1", fn=case_832, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3068 sample 1", fn=case_843, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3057 sample 2", fn=case_833, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3068 sample 2", fn=case_844, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3057 sample 3", fn=case_834, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3068 sample 3", fn=case_845, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3057 sample 4", fn=case_835, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3068 sample 4", fn=case_846, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3074 sample 0", fn=case_836, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3085 sample 0", fn=case_847, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3074 sample 1", fn=case_837, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3085 sample 1", fn=case_848, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3074 sample 2", fn=case_838, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3085 sample 2", fn=case_849, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3074 sample 3", fn=case_839, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3085 sample 3", fn=case_850, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3089 sample 0", fn=case_840, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 0", fn=case_851, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3089 sample 1", fn=case_841, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 1", fn=case_852, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3089 sample 2", fn=case_842, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 2", fn=case_853, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3089 sample 3", fn=case_843, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 3", fn=case_854, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3089 sample 4", fn=case_844, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 4", fn=case_855, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3089 sample 5", fn=case_845, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 5", fn=case_856, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3105 sample 0", fn=case_846, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 0", fn=case_857, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3105 sample 1", fn=case_847, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 1", fn=case_858, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3105 sample 2", fn=case_848, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 2", fn=case_859, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3105 sample 3", fn=case_849, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 3", fn=case_860, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3105 sample 4", fn=case_850, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 4", fn=case_861, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3105 sample 5", fn=case_851, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 5", fn=case_862, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3128 sample 0", fn=case_852, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3139 sample 0", fn=case_863, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3128 sample 1", fn=case_853, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3139 sample 1", fn=case_864, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3128 sample 2", fn=case_854, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3139 sample 2", fn=case_865, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3128 sample 3", fn=case_855, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3139 sample 3", fn=case_866, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3128 sample 4", fn=case_856, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3139 sample 4", fn=case_867, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3128 sample 5", fn=case_857, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3139 sample 5", fn=case_868, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 0", fn=case_858, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 0", fn=case_869, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 1", fn=case_859, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 1", fn=case_870, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 2", fn=case_860, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 2", fn=case_871, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 3", fn=case_861, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 3", fn=case_872, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 4", fn=case_862, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 4", fn=case_873, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 5", fn=case_863, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 5", fn=case_874, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 6", fn=case_864, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 6", fn=case_875, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 7", fn=case_865, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 7", fn=case_876, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 8", fn=case_866, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 8", fn=case_877, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 9", fn=case_867, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 9", fn=case_878, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 10", fn=case_868, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 10", fn=case_879, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3151 sample 11", fn=case_869, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 11", fn=case_880, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3177 sample 0", fn=case_870, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 0", fn=case_881, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3177 sample 1", fn=case_871, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 1", fn=case_882, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3177 sample 2", fn=case_872, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 2", fn=case_883, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3177 sample 3", fn=case_873, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 3", fn=case_884, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3177 sample 4", fn=case_874, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 4", fn=case_885, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3177 sample 5", fn=case_875, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 5", fn=case_886, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3177 sample 6", fn=case_876, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 6", fn=case_887, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3216 sample 0", fn=case_877, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 0", fn=case_888, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3216 sample 1", fn=case_878, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 1", fn=case_889, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3216 sample 2", fn=case_879, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 2", fn=case_890, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3216 sample 3", fn=case_880, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 3", fn=case_891, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3216 sample 4", fn=case_881, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 4", fn=case_892, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3216 sample 5", fn=case_882, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 5", fn=case_893, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3216 sample 6", fn=case_883, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 6", fn=case_894, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3244 sample 0 result output", fn=case_884, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 0 result output", fn=case_895, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3244 sample 0 result attn", fn=case_885, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 0 result attn", fn=case_896, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3244 sample 1 result output", fn=case_886, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 1 result output", fn=case_897, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3244 sample 1 result attn", fn=case_887, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 1 result attn", fn=case_898, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3244 sample 2 result output", fn=case_888, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 2 result output", fn=case_899, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3244 sample 2 result attn", fn=case_889, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 2 result attn", fn=case_900, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3244 sample 3 result output", fn=case_890, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 3 result output", fn=case_901, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3244 sample 3 result attn", fn=case_891, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 3 result attn", fn=case_902, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3274 sample 0", fn=case_892, tensors=[],
+    dict(op="empty", where="ops.yaml:3285 sample 0", fn=case_903, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3274 sample 1", fn=case_893, tensors=[],
+    dict(op="empty", where="ops.yaml:3285 sample 1", fn=case_904, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3274 sample 2", fn=case_894, tensors=[],
+    dict(op="empty", where="ops.yaml:3285 sample 2", fn=case_905, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3281 sample 0", fn=case_895, tensors=[],
+    dict(op="zeros", where="ops.yaml:3292 sample 0", fn=case_906, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3289 sample 0", fn=case_896, tensors=[],
+    dict(op="ones", where="ops.yaml:3300 sample 0", fn=case_907, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3304 sample 0", fn=case_897, tensors=[],
+    dict(op="full", where="ops.yaml:3315 sample 0", fn=case_908, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3304 sample 1", fn=case_898, tensors=[],
+    dict(op="full", where="ops.yaml:3315 sample 1", fn=case_909, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3304 sample 2", fn=case_899, tensors=[],
+    dict(op="full", where="ops.yaml:3315 sample 2", fn=case_910, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3315 sample 0", fn=case_900, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3326 sample 0", fn=case_911, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3315 sample 1", fn=case_901, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3326 sample 1", fn=case_912, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3315 sample 2", fn=case_902, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3326 sample 2", fn=case_913, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3335 sample 0", fn=case_903, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3346 sample 0", fn=case_914, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3335 sample 1", fn=case_904, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3346 sample 1", fn=case_915, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3335 sample 2", fn=case_905, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3346 sample 2", fn=case_916, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3335 sample 3", fn=case_906, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3346 sample 3", fn=case_917, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3347 sample 0", fn=case_907, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3358 sample 0", fn=case_918, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3347 sample 1", fn=case_908, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3358 sample 1", fn=case_919, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3347 sample 2", fn=case_909, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3358 sample 2", fn=case_920, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3352 sample 0", fn=case_910, tensors=[],
+    dict(op="arange", where="ops.yaml:3363 sample 0", fn=case_921, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3367 sample 0", fn=case_911, tensors=[],
+    dict(op="linspace", where="ops.yaml:3378 sample 0", fn=case_922, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3367 sample 1", fn=case_912, tensors=[],
+    dict(op="linspace", where="ops.yaml:3378 sample 1", fn=case_923, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3367 sample 2", fn=case_913, tensors=[],
+    dict(op="linspace", where="ops.yaml:3378 sample 2", fn=case_924, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3379 sample 0", fn=case_914, tensors=[],
+    dict(op="eye", where="ops.yaml:3390 sample 0", fn=case_925, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3379 sample 1", fn=case_915, tensors=[],
+    dict(op="eye", where="ops.yaml:3390 sample 1", fn=case_926, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3390 sample 0", fn=case_916, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3401 sample 0", fn=case_927, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3390 sample 1", fn=case_917, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3401 sample 1", fn=case_928, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3394 sample 0", fn=case_918, tensors=[],
+    dict(op="rand", where="ops.yaml:3405 sample 0", fn=case_929, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3405 sample 0", fn=case_919, tensors=[],
+    dict(op="randn", where="ops.yaml:3416 sample 0", fn=case_930, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3422 sample 0", fn=case_920, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3433 sample 0", fn=case_931, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3422 sample 1", fn=case_921, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3433 sample 1", fn=case_932, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3432 sample 0", fn=case_922, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3443 sample 0", fn=case_933, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3432 sample 1", fn=case_923, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3443 sample 1", fn=case_934, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3443 sample 0", fn=case_924, tensors=[],
+    dict(op="randint", where="ops.yaml:3454 sample 0", fn=case_935, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3443 sample 1", fn=case_925, tensors=[],
+    dict(op="randint", where="ops.yaml:3454 sample 1", fn=case_936, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3454 sample 0", fn=case_926, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3465 sample 0", fn=case_937, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3464 sample 0", fn=case_927, tensors=[],
+    dict(op="randperm", where="ops.yaml:3475 sample 0", fn=case_938, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3464 sample 1", fn=case_928, tensors=[],
+    dict(op="randperm", where="ops.yaml:3475 sample 1", fn=case_939, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3481 sample 0", fn=case_929, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3492 sample 0", fn=case_940, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3481 sample 1", fn=case_930, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3492 sample 1", fn=case_941, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3481 sample 2", fn=case_931, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3492 sample 2", fn=case_942, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3492 sample 0", fn=case_932, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3503 sample 0", fn=case_943, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3492 sample 1", fn=case_933, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3503 sample 1", fn=case_944, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3492 sample 2", fn=case_934, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3503 sample 2", fn=case_945, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3504 sample 0", fn=case_935, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3515 sample 0", fn=case_946, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3504 sample 1", fn=case_936, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3515 sample 1", fn=case_947, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3504 sample 2", fn=case_937, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3515 sample 2", fn=case_948, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3517 sample 0", fn=case_938, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3528 sample 0", fn=case_949, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3517 sample 1", fn=case_939, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3528 sample 1", fn=case_950, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3528 sample 0", fn=case_940, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3539 sample 0", fn=case_951, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3528 sample 1", fn=case_941, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3539 sample 1", fn=case_952, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],

@@ -1,5 +1,6 @@
 /* mm, bmm, addmm and baddbmm on the CPU: each is one call of the internal GEMM (gemm.h) on the
- * tensors' own strides, so transposed, sliced and expanded views are read in place.
+ * tensors' own strides, so transposed, sliced and expanded views are read in place. Integer
+ * dtypes go to mm_integer.c.
  *
  * f16 and bf16 are multiplied in f32: the operands are converted to f32 copies, the product is
  * accumulated in f32, and the result rounded once to the storage dtype (PyTorch's CPU reduced-
@@ -8,6 +9,8 @@
 
 #include "kernels.h"
 #include "gemm.h"
+#include "mm_integer.h"
+#include "pointwise_math.h"
 
 /* The dtype the GEMM runs in for a result of dtype `d`. */
 static yt_dtype
@@ -115,30 +118,43 @@ product(yt_tensor *result, yt_tensor *bias, yt_tensor *a, yt_tensor *b, double b
     return status;
 }
 
+/* result = beta * bias + alpha * a @ b in result's dtype: BLIS or our GEMM for floating dtypes,
+ * mm_integer.c for the others, where beta and alpha must fit the dtype and a float one is
+ * truncated (PyTorch's Scalar::to<int>). */
+static yt_status
+product_of(const char *op, yt_tensor *result, yt_tensor *bias, yt_tensor *a, yt_tensor *b,
+           yt_scalar beta, yt_scalar alpha)
+{
+    if (yt_dtype_is_floating(result->dtype))
+        return product(result, bias, a, b, yt__scalar_to_double(beta), yt__scalar_to_double(alpha));
+    if (yt__pw_check_scalar(op, "beta", beta, result->dtype) != YT_OK ||
+        yt__pw_check_scalar(op, "alpha", alpha, result->dtype) != YT_OK)
+        return yt_errcode();
+    return yt__mm_integer(result, bias, a, b, yt__scalar_to_i64(beta), yt__scalar_to_i64(alpha));
+}
+
 yt_status
 yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 {
-    return product(result, NULL, self, mat2, 0.0, 1.0);
+    return product_of("mm", result, NULL, self, mat2, yt_int(0), yt_int(1));
 }
 
 yt_status
 yt__cpu_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 {
-    return product(result, NULL, self, mat2, 0.0, 1.0);
+    return product_of("bmm", result, NULL, self, mat2, yt_int(0), yt_int(1));
 }
 
 yt_status
 yt__cpu_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
               yt_scalar alpha)
 {
-    return product(result, self, mat1, mat2, yt__scalar_to_double(beta),
-                   yt__scalar_to_double(alpha));
+    return product_of("addmm", result, self, mat1, mat2, beta, alpha);
 }
 
 yt_status
 yt__cpu_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
                 yt_scalar beta, yt_scalar alpha)
 {
-    return product(result, self, batch1, batch2, yt__scalar_to_double(beta),
-                   yt__scalar_to_double(alpha));
+    return product_of("baddbmm", result, self, batch1, batch2, beta, alpha);
 }

@@ -500,3 +500,42 @@ Test(mm, linear_gradients_in_the_weight_layout)
     }
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Integer products wrap at the dtype's width, as PyTorch's do; a float beta is truncated, one out of
+ * the dtype's range is refused. */
+Test(mm, integer_products_wrap_like_pytorch)
+{
+    const int64_t row_s[2] = {1, 2}, col_s[2] = {2, 1}, one_s[2] = {1, 1};
+    yt_tensor *a = test_from((const double[]){100, 100}, row_s, 2, YT_DTYPE_U8);
+    yt_tensor *b = test_from((const double[]){3, 3}, col_s, 2, YT_DTYPE_U8);
+    yt_tensor *p = yt_mm(a, b);
+    test_expect_values(p, (const double[]){88}, 1, one_s, 2); /* 600 mod 256 */
+    cr_assert_eq(yt_tensor_dtype(p), YT_DTYPE_U8);
+
+    int64_t big[2] = {INT64_C(1) << 62, INT64_C(1) << 62}, two[2] = {2, 2};
+    yt_tensor *bi = yt_tensor_from_data(big, row_s, 2, YT_DTYPE_I64);
+    yt_tensor *ti = yt_tensor_from_data(two, col_s, 2, YT_DTYPE_I64);
+    yt_tensor *q = yt_mm(bi, ti); /* 2^64 wraps to 0 */
+    int64_t got = -1;
+    cr_assert_eq(yt_tensor_copy_to(q, &got, sizeof got, YT_DTYPE_I64), YT_OK);
+    cr_assert_eq(got, 0);
+
+    /* beta 2.7 is 2: 2 * 1 + 1 * (3 * 1 + 3 * 1) = 8 */
+    yt_tensor *ones = test_from((const double[]){1, 1}, col_s, 2, YT_DTYPE_U8);
+    yt_tensor *bias = test_from((const double[]){1}, one_s, 2, YT_DTYPE_U8);
+    yt_tensor *bt = yt_transpose(b, 0, 1);
+    yt_tensor *r = yt_addmm_ex(bias, bt, ones, yt_float(2.7), yt_int(1));
+    test_expect_values(r, (const double[]){8}, 1, one_s, 2);
+    cr_assert_null(yt_addmm_ex(bias, a, b, yt_int(1), yt_int(300)));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "addmm: alpha=300 cannot be converted to u8 without overflow");
+
+    /* out= into one of its own inputs reads the inputs before writing */
+    yt_tensor *sq =
+        test_from((const double[]){1, 2, 3, 4}, (const int64_t[]){2, 2}, 2, YT_DTYPE_I32);
+    cr_assert_eq(yt_mm_out(sq, sq, sq), YT_OK, "%s", yt_errmsg());
+    test_expect_values(sq, (const double[]){7, 10, 15, 22}, 4, (const int64_t[]){2, 2}, 2);
+    yt_release(sq), yt_release(r), yt_release(bt), yt_release(bias), yt_release(ones),
+        yt_release(q);
+    yt_release(ti), yt_release(bi), yt_release(p), yt_release(b), yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}
