@@ -592,7 +592,7 @@ yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, co
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1897; backward from derivatives.yaml:470 */
+ * from ops.yaml:1900; backward from derivatives.yaml:470 */
 yt_tensor *
 yt_cat(yt_tensor *const *tensors, int tensors_len)
 {
@@ -600,7 +600,7 @@ yt_cat(yt_tensor *const *tensors, int tensors_len)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1897; backward from derivatives.yaml:470 */
+ * from ops.yaml:1900; backward from derivatives.yaml:470 */
 yt_tensor *
 yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -643,7 +643,7 @@ yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1897; backward from derivatives.yaml:470 */
+ * from ops.yaml:1900; backward from derivatives.yaml:470 */
 yt_status
 yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
 {
@@ -651,7 +651,7 @@ yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1897; backward from derivatives.yaml:470 */
+ * from ops.yaml:1900; backward from derivatives.yaml:470 */
 yt_status
 yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -711,7 +711,7 @@ yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_
 }
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1920 */
+ * from ops.yaml:1923 */
 yt_tensor *
 yt_stack(yt_tensor *const *tensors, int tensors_len)
 {
@@ -719,7 +719,7 @@ yt_stack(yt_tensor *const *tensors, int tensors_len)
 }
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1920 */
+ * from ops.yaml:1923 */
 yt_tensor *
 yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -744,7 +744,7 @@ yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 }
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
- * from ops.yaml:1933 */
+ * from ops.yaml:1936 */
 int64_t
 yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity)
 {
@@ -752,7 +752,7 @@ yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capac
 }
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
- * from ops.yaml:1933 */
+ * from ops.yaml:1936 */
 int64_t
 yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -774,7 +774,7 @@ yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, i
 }
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
- * from ops.yaml:1946 */
+ * from ops.yaml:1949 */
 int64_t
 yt_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
                     yt_tensor **out, int64_t out_capacity)
@@ -783,7 +783,7 @@ yt_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes
 }
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
- * from ops.yaml:1946 */
+ * from ops.yaml:1949 */
 int64_t
 yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
                        int64_t dim, yt_tensor **out, int64_t out_capacity)
@@ -814,7 +814,7 @@ yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes, int split_si
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1959 */
+ * from ops.yaml:1962 */
 int64_t
 yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 {
@@ -822,7 +822,7 @@ yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1959 */
+ * from ops.yaml:1962 */
 int64_t
 yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -844,7 +844,7 @@ yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1972 */
+ * from ops.yaml:1975 */
 int64_t
 yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 {
@@ -852,7 +852,7 @@ yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1972 */
+ * from ops.yaml:1975 */
 int64_t
 yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {

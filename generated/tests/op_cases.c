@@ -13073,7 +13073,31 @@ call_pad_1421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pad_1422(yt_tensor *const *inputs, void *ctx)
+call_pad_1422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {-2, 1};
+    return yt_pad_ex(inputs[0], pad, 2, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_1423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {-1, 1, 1, -1};
+    return yt_pad_ex(inputs[0], pad, 4, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_1424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, -3};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+error_pad_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -13081,7 +13105,7 @@ error_pad_1422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1423(yt_tensor *const *inputs, void *ctx)
+call_cat_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13089,7 +13113,7 @@ call_cat_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1424(yt_tensor *const *inputs, void *ctx)
+out_cat_1427(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13101,7 +13125,7 @@ out_cat_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1425(yt_tensor *const *inputs, void *ctx)
+call_cat_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13109,7 +13133,7 @@ call_cat_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1426(yt_tensor *const *inputs, void *ctx)
+out_cat_1429(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13121,7 +13145,7 @@ out_cat_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1427(yt_tensor *const *inputs, void *ctx)
+call_cat_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13129,7 +13153,7 @@ call_cat_1427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1428(yt_tensor *const *inputs, void *ctx)
+out_cat_1431(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13141,7 +13165,7 @@ out_cat_1428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1429(yt_tensor *const *inputs, void *ctx)
+call_cat_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13149,7 +13173,7 @@ call_cat_1429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1430(yt_tensor *const *inputs, void *ctx)
+out_cat_1433(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13161,7 +13185,7 @@ out_cat_1430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1431(yt_tensor *const *inputs, void *ctx)
+call_cat_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13169,7 +13193,7 @@ call_cat_1431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1432(yt_tensor *const *inputs, void *ctx)
+out_cat_1435(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13178,30 +13202,6 @@ out_cat_1432(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-call_stack_1433(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
-    return yt_stack_ex(tensors, 2, 0);
-}
-
-static yt_tensor *
-call_stack_1434(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
-    return yt_stack_ex(tensors, 3, -1);
-}
-
-static yt_tensor *
-call_stack_1435(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
-    return yt_stack_ex(tensors, 2, 1);
 }
 
 static yt_tensor *
@@ -13214,6 +13214,30 @@ call_stack_1436(yt_tensor *const *inputs, void *ctx)
 
 static yt_tensor *
 call_stack_1437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_stack_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+call_stack_1438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+call_stack_1439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13244,7 +13268,7 @@ weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
 }
 
 static yt_tensor *
-call_split_1438(yt_tensor *const *inputs, void *ctx)
+call_split_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13254,7 +13278,7 @@ call_split_1438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1439(yt_tensor *const *inputs, void *ctx)
+error_split_1442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13263,7 +13287,7 @@ error_split_1439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1440(yt_tensor *const *inputs, void *ctx)
+call_split_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13273,7 +13297,7 @@ call_split_1440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1441(yt_tensor *const *inputs, void *ctx)
+error_split_1444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13282,7 +13306,7 @@ error_split_1441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1442(yt_tensor *const *inputs, void *ctx)
+call_split_1445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13292,7 +13316,7 @@ call_split_1442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1443(yt_tensor *const *inputs, void *ctx)
+error_split_1446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13301,7 +13325,7 @@ error_split_1443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1444(yt_tensor *const *inputs, void *ctx)
+call_split_1447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13311,7 +13335,7 @@ call_split_1444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1445(yt_tensor *const *inputs, void *ctx)
+error_split_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13320,7 +13344,7 @@ error_split_1445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1446(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13332,7 +13356,7 @@ call_split_with_sizes_1446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1447(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13342,7 +13366,7 @@ error_split_with_sizes_1447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1448(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13354,7 +13378,7 @@ call_split_with_sizes_1448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1449(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13364,7 +13388,7 @@ error_split_with_sizes_1449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1450(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13376,7 +13400,7 @@ call_split_with_sizes_1450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1451(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13386,7 +13410,7 @@ error_split_with_sizes_1451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1452(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13398,7 +13422,7 @@ call_split_with_sizes_1452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13408,7 +13432,7 @@ error_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1454(yt_tensor *const *inputs, void *ctx)
+call_chunk_1457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13418,7 +13442,7 @@ call_chunk_1454(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1455(yt_tensor *const *inputs, void *ctx)
+error_chunk_1458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13427,7 +13451,7 @@ error_chunk_1455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1456(yt_tensor *const *inputs, void *ctx)
+call_chunk_1459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13437,7 +13461,7 @@ call_chunk_1456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1457(yt_tensor *const *inputs, void *ctx)
+error_chunk_1460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13446,7 +13470,7 @@ error_chunk_1457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1458(yt_tensor *const *inputs, void *ctx)
+call_chunk_1461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13456,7 +13480,7 @@ call_chunk_1458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1459(yt_tensor *const *inputs, void *ctx)
+error_chunk_1462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13465,7 +13489,7 @@ error_chunk_1459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1460(yt_tensor *const *inputs, void *ctx)
+call_chunk_1463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13475,7 +13499,7 @@ call_chunk_1460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1461(yt_tensor *const *inputs, void *ctx)
+error_chunk_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13484,7 +13508,7 @@ error_chunk_1461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1462(yt_tensor *const *inputs, void *ctx)
+call_unbind_1465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13494,7 +13518,7 @@ call_unbind_1462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1463(yt_tensor *const *inputs, void *ctx)
+error_unbind_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13503,7 +13527,7 @@ error_unbind_1463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1464(yt_tensor *const *inputs, void *ctx)
+call_unbind_1467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13513,7 +13537,7 @@ call_unbind_1464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1465(yt_tensor *const *inputs, void *ctx)
+error_unbind_1468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13522,7 +13546,7 @@ error_unbind_1465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1466(yt_tensor *const *inputs, void *ctx)
+call_unbind_1469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13532,7 +13556,7 @@ call_unbind_1466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1467(yt_tensor *const *inputs, void *ctx)
+error_unbind_1470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13541,7 +13565,7 @@ error_unbind_1467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1468(yt_tensor *const *inputs, void *ctx)
+call_unbind_1471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13551,7 +13575,7 @@ call_unbind_1468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1469(yt_tensor *const *inputs, void *ctx)
+error_unbind_1472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13560,14 +13584,14 @@ error_unbind_1469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1470(yt_tensor *const *inputs, void *ctx)
+call_index_select_1473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1471(yt_tensor *const *inputs, void *ctx)
+out_index_select_1474(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13578,14 +13602,14 @@ out_index_select_1471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1472(yt_tensor *const *inputs, void *ctx)
+call_index_select_1475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1473(yt_tensor *const *inputs, void *ctx)
+out_index_select_1476(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13596,14 +13620,14 @@ out_index_select_1473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1474(yt_tensor *const *inputs, void *ctx)
+call_index_select_1477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1475(yt_tensor *const *inputs, void *ctx)
+out_index_select_1478(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13614,14 +13638,14 @@ out_index_select_1475(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1476(yt_tensor *const *inputs, void *ctx)
+call_index_select_1479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1477(yt_tensor *const *inputs, void *ctx)
+out_index_select_1480(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13632,14 +13656,14 @@ out_index_select_1477(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1478(yt_tensor *const *inputs, void *ctx)
+call_index_select_1481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1479(yt_tensor *const *inputs, void *ctx)
+out_index_select_1482(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13650,14 +13674,14 @@ out_index_select_1479(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1480(yt_tensor *const *inputs, void *ctx)
+call_index_select_1483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1481(yt_tensor *const *inputs, void *ctx)
+out_index_select_1484(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13668,28 +13692,28 @@ out_index_select_1481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_1482(yt_tensor *const *inputs, void *ctx)
+error_index_select_1485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_1483(yt_tensor *const *inputs, void *ctx)
+error_index_select_1486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_1484(yt_tensor *const *inputs, void *ctx)
+call_index_add_1487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1485(yt_tensor *const *inputs, void *ctx)
+out_index_add_1488(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13701,14 +13725,14 @@ out_index_add_1485(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1486(yt_tensor *const *inputs, void *ctx)
+call_index_add_1489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_1487(yt_tensor *const *inputs, void *ctx)
+out_index_add_1490(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13720,14 +13744,14 @@ out_index_add_1487(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1488(yt_tensor *const *inputs, void *ctx)
+call_index_add_1491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1489(yt_tensor *const *inputs, void *ctx)
+out_index_add_1492(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13739,14 +13763,14 @@ out_index_add_1489(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1490(yt_tensor *const *inputs, void *ctx)
+call_index_add_1493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1491(yt_tensor *const *inputs, void *ctx)
+out_index_add_1494(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13758,14 +13782,14 @@ out_index_add_1491(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1492(yt_tensor *const *inputs, void *ctx)
+call_index_add_1495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1493(yt_tensor *const *inputs, void *ctx)
+out_index_add_1496(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13777,28 +13801,28 @@ out_index_add_1493(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_1494(yt_tensor *const *inputs, void *ctx)
+error_index_add_1497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_1495(yt_tensor *const *inputs, void *ctx)
+error_index_add_1498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_1496(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1497(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1500(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13809,14 +13833,14 @@ out_index_copy_1497(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1498(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1499(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1502(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13827,14 +13851,14 @@ out_index_copy_1499(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1500(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1501(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1504(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13845,28 +13869,28 @@ out_index_copy_1501(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_1502(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_1503(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_1504(yt_tensor *const *inputs, void *ctx)
+call_gather_1507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1505(yt_tensor *const *inputs, void *ctx)
+out_gather_1508(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13877,14 +13901,14 @@ out_gather_1505(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1506(yt_tensor *const *inputs, void *ctx)
+call_gather_1509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1507(yt_tensor *const *inputs, void *ctx)
+out_gather_1510(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13895,14 +13919,14 @@ out_gather_1507(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1508(yt_tensor *const *inputs, void *ctx)
+call_gather_1511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1509(yt_tensor *const *inputs, void *ctx)
+out_gather_1512(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -13913,14 +13937,14 @@ out_gather_1509(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1510(yt_tensor *const *inputs, void *ctx)
+call_gather_1513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1511(yt_tensor *const *inputs, void *ctx)
+out_gather_1514(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13931,14 +13955,14 @@ out_gather_1511(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1512(yt_tensor *const *inputs, void *ctx)
+call_gather_1515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1513(yt_tensor *const *inputs, void *ctx)
+out_gather_1516(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13949,28 +13973,28 @@ out_gather_1513(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_1514(yt_tensor *const *inputs, void *ctx)
+error_gather_1517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_1515(yt_tensor *const *inputs, void *ctx)
+error_gather_1518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_1516(yt_tensor *const *inputs, void *ctx)
+call_scatter_1519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1517(yt_tensor *const *inputs, void *ctx)
+out_scatter_1520(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13981,14 +14005,14 @@ out_scatter_1517(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1518(yt_tensor *const *inputs, void *ctx)
+call_scatter_1521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1519(yt_tensor *const *inputs, void *ctx)
+out_scatter_1522(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13999,14 +14023,14 @@ out_scatter_1519(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1520(yt_tensor *const *inputs, void *ctx)
+call_scatter_1523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1521(yt_tensor *const *inputs, void *ctx)
+out_scatter_1524(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14017,14 +14041,14 @@ out_scatter_1521(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1522(yt_tensor *const *inputs, void *ctx)
+call_scatter_1525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1523(yt_tensor *const *inputs, void *ctx)
+out_scatter_1526(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14035,28 +14059,28 @@ out_scatter_1523(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_1524(yt_tensor *const *inputs, void *ctx)
+error_scatter_1527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_1525(yt_tensor *const *inputs, void *ctx)
+error_scatter_1528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_1526(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_1527(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1530(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -14067,14 +14091,14 @@ out_scatter_value_1527(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1528(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_1529(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1532(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -14085,14 +14109,14 @@ out_scatter_value_1529(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1530(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_1531(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1534(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -14103,28 +14127,28 @@ out_scatter_value_1531(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_1532(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_1533(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_1534(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1535(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1538(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -14135,14 +14159,14 @@ out_scatter_add_1535(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1536(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1537(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1540(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14153,14 +14177,14 @@ out_scatter_add_1537(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1538(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1539(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1542(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -14171,14 +14195,14 @@ out_scatter_add_1539(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1540(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1543(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1541(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1544(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14189,14 +14213,14 @@ out_scatter_add_1541(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1542(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1543(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1546(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14207,38 +14231,17 @@ out_scatter_add_1543(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_1544(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_1545(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1548(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_embedding_1546(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
-}
-
-static yt_tensor *
-call_embedding_1547(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
-}
-
-static yt_tensor *
-call_embedding_1548(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
@@ -14249,101 +14252,101 @@ call_embedding_1549(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_embedding_1550(yt_tensor *const *inputs, void *ctx)
+call_embedding_1550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1551(yt_tensor *const *inputs, void *ctx)
+call_embedding_1551(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1552(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1553(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_1552(yt_tensor *const *inputs, void *ctx)
+error_embedding_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1553(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1554(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_1555(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_1556(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_1557(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_1558(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_1559(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_1560(yt_tensor *const *inputs, void *ctx)
+error_one_hot_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
-}
-
-static yt_tensor *
-call_nonzero_1561(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nonzero(inputs[0]);
-}
-
-static yt_tensor *
-call_nonzero_1562(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nonzero(inputs[0]);
-}
-
-static yt_tensor *
-call_nonzero_1563(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
@@ -14354,24 +14357,24 @@ call_nonzero_1564(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_masked_select_1565(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
+    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_1566(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
+    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_1567(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
+    return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
@@ -14389,38 +14392,38 @@ call_masked_select_1569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_select_1570(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1571(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1572(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], -1, false);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1573(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], 0, true);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1574(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], 1, false);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -14434,45 +14437,42 @@ static yt_tensor *
 call_argsort_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_argsort_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+call_argsort_1577(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argsort_1578(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1577(yt_tensor *const *inputs, void *ctx)
+call_argsort_1579(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_stable_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], true, -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1578(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], false, 0, true);
-}
-
-static yt_tensor *
-call_index_1579(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[1] = {inputs[1]};
-    return yt_index(inputs[0], indices, 1);
-}
-
-static yt_tensor *
-call_index_1580(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[2] = {NULL, inputs[1]};
-    return yt_index(inputs[0], indices, 2);
-}
-
-static yt_tensor *
-call_index_1581(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
-    return yt_index(inputs[0], indices, 3);
 }
 
 static yt_tensor *
@@ -14495,32 +14495,32 @@ static yt_tensor *
 call_index_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
+    return yt_index(inputs[0], indices, 3);
+}
+
+static yt_tensor *
+call_index_1585(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1586(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
     return yt_index(inputs[0], indices, 2);
 }
 
 static yt_tensor *
-call_index_put_1585(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[1] = {inputs[1]};
-    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], true);
-}
-
-static yt_tensor *
-call_index_put_1586(yt_tensor *const *inputs, void *ctx)
+call_index_1587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
-    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
-}
-
-static yt_tensor *
-call_index_put_1587(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[2] = {inputs[1], inputs[2]};
-    return yt_index_put_ex(inputs[0], indices, 2, inputs[3], false);
+    return yt_index(inputs[0], indices, 2);
 }
 
 static yt_tensor *
@@ -14528,7 +14528,7 @@ call_index_put_1588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
-    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], false);
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], true);
 }
 
 static yt_tensor *
@@ -14540,7 +14540,31 @@ call_index_put_1589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1590(yt_tensor *const *inputs, void *ctx)
+call_index_put_1590(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {inputs[1], inputs[2]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[3], false);
+}
+
+static yt_tensor *
+call_index_put_1591(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], false);
+}
+
+static yt_tensor *
+call_index_put_1592(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_sort_values_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14551,7 +14575,7 @@ call_sort_values_1590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1591(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14562,7 +14586,7 @@ call_sort_indices_1591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1592(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14573,7 +14597,7 @@ call_sort_values_1592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1593(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14584,7 +14608,7 @@ call_sort_indices_1593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1594(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14595,7 +14619,7 @@ call_sort_values_1594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1595(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14606,7 +14630,7 @@ call_sort_indices_1595(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1596(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14617,7 +14641,7 @@ call_sort_values_1596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1597(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14628,7 +14652,7 @@ call_sort_indices_1597(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1598(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14639,7 +14663,7 @@ call_sort_values_1598(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1599(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14650,7 +14674,7 @@ call_sort_indices_1599(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1600(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14662,7 +14686,7 @@ call_sort_stable_values_1600(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1601(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14674,7 +14698,7 @@ call_sort_stable_indices_1601(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1602(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14686,7 +14710,7 @@ call_sort_stable_values_1602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1603(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14698,7 +14722,7 @@ call_sort_stable_indices_1603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1604(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14709,7 +14733,7 @@ call_topk_values_1604(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1605(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14720,7 +14744,7 @@ call_topk_indices_1605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1606(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14731,7 +14755,7 @@ call_topk_values_1606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1607(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14742,7 +14766,7 @@ call_topk_indices_1607(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1608(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14753,7 +14777,7 @@ call_topk_values_1608(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1609(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14764,7 +14788,7 @@ call_topk_indices_1609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1610(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14775,7 +14799,7 @@ call_topk_values_1610(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1611(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14786,7 +14810,7 @@ call_topk_indices_1611(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1612(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14797,7 +14821,7 @@ call_topk_values_1612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1613(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14808,7 +14832,7 @@ call_topk_indices_1613(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1614(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14818,7 +14842,7 @@ call_avg_pool2d_1614(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1615(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14828,7 +14852,7 @@ call_avg_pool2d_1615(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1616(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -14838,7 +14862,7 @@ call_avg_pool2d_1616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1617(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14846,7 +14870,7 @@ call_avg_pool2d_1617(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1618(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14854,7 +14878,7 @@ error_avg_pool2d_1618(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1619(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
@@ -14862,7 +14886,7 @@ error_avg_pool2d_1619(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1620(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14872,7 +14896,7 @@ error_avg_pool2d_1620(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14880,7 +14904,7 @@ call_adaptive_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -14888,7 +14912,7 @@ call_adaptive_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -14896,7 +14920,7 @@ call_adaptive_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -14904,7 +14928,7 @@ call_adaptive_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -14912,14 +14936,14 @@ error_adaptive_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1626(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14927,7 +14951,7 @@ error_adaptive_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1628(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14938,7 +14962,7 @@ call_avg_pool2d_backward_1628(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1629(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14949,7 +14973,7 @@ call_avg_pool2d_backward_1629(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_1630(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14960,7 +14984,7 @@ error_avg_pool2d_backward_1630(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_1631(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14968,7 +14992,7 @@ call_adaptive_avg_pool2d_backward_1631(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_1632(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14976,14 +15000,14 @@ error_adaptive_avg_pool2d_backward_1632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1633(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1634(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 1};
@@ -14993,7 +15017,7 @@ call_conv2d_1634(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1635(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15002,7 +15026,7 @@ call_conv2d_1635(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1636(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t padding[] = {1, 0};
@@ -15010,14 +15034,14 @@ call_conv2d_1636(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1637(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1638(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -15026,42 +15050,42 @@ call_conv2d_1638(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_1639(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1640(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1641(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
 }
 
 static yt_tensor *
-error_conv2d_1642(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1643(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1644(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -15069,7 +15093,7 @@ call_conv2d_padding_1644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_1645(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15077,21 +15101,21 @@ call_conv2d_padding_1645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1646(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1647(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1648(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
@@ -15099,21 +15123,21 @@ error_conv2d_padding_1648(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1649(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1650(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1651(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15123,28 +15147,28 @@ call_conv1d_1651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_1652(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1653(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1654(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1655(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 1};
@@ -15152,14 +15176,14 @@ error_conv1d_1655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_1656(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_1657(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15167,21 +15191,21 @@ call_conv1d_padding_1657(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1658(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1659(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1660(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15190,7 +15214,7 @@ error_conv1d_padding_1660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1661(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15198,7 +15222,7 @@ error_conv1d_padding_1661(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1662(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15206,7 +15230,7 @@ call_conv_transpose2d_1662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1663(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -15218,7 +15242,7 @@ call_conv_transpose2d_1663(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1664(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15227,7 +15251,7 @@ call_conv_transpose2d_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1665(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15237,7 +15261,7 @@ call_conv_transpose2d_1665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1666(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -15249,7 +15273,7 @@ call_conv_transpose2d_1666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1667(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_padding[] = {1};
@@ -15259,7 +15283,7 @@ call_conv_transpose2d_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1668(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -15267,7 +15291,7 @@ error_conv_transpose2d_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -15275,7 +15299,7 @@ error_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
@@ -15283,7 +15307,7 @@ error_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15291,7 +15315,7 @@ error_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1672(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15303,7 +15327,7 @@ call_conv2d_backward_input_1672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1673(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -15315,7 +15339,7 @@ call_conv2d_backward_input_1673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1674(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15327,7 +15351,7 @@ error_conv2d_backward_input_1674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1675(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15339,7 +15363,7 @@ call_conv2d_backward_weight_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1676(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -15351,7 +15375,7 @@ call_conv2d_backward_weight_1676(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1677(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15363,35 +15387,35 @@ error_conv2d_backward_weight_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1678(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1679(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1680(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1681(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1682(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15404,7 +15428,7 @@ call_max_pool2d_with_indices_values_1682(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1683(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15417,7 +15441,7 @@ call_max_pool2d_with_indices_indices_1683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1684(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15433,7 +15457,7 @@ call_max_pool2d_with_indices_values_1684(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1685(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15449,7 +15473,7 @@ call_max_pool2d_with_indices_indices_1685(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1686(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15464,7 +15488,7 @@ call_max_pool2d_with_indices_values_1686(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1687(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15479,7 +15503,7 @@ call_max_pool2d_with_indices_indices_1687(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1688(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15492,7 +15516,7 @@ call_max_pool2d_with_indices_values_1688(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1689(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15505,7 +15529,7 @@ call_max_pool2d_with_indices_indices_1689(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1690(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15518,7 +15542,7 @@ error_max_pool2d_with_indices_1690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1691(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15530,7 +15554,7 @@ error_max_pool2d_with_indices_1691(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1692(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15543,7 +15567,7 @@ error_max_pool2d_with_indices_1692(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1693(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15551,7 +15575,7 @@ call_max_pool2d_1693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1694(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15562,7 +15586,7 @@ call_max_pool2d_1694(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1695(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15572,7 +15596,7 @@ call_max_pool2d_1695(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1696(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15580,42 +15604,18 @@ error_max_pool2d_1696(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1697(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1698(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
     return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
-}
-
-static yt_tensor *
-call_layer_norm_1699(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {4};
-    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], inputs[2], 1e-05, true);
-}
-
-static yt_tensor *
-call_layer_norm_1700(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {3, 4};
-    return yt_layer_norm_ex(inputs[0], normalized_shape, 2, inputs[1], NULL, 1e-05, true);
-}
-
-static yt_tensor *
-call_layer_norm_1701(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {5};
-    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
@@ -15630,43 +15630,20 @@ static yt_tensor *
 call_layer_norm_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t normalized_shape[] = {3, 4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+call_layer_norm_1704(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t normalized_shape[] = {5};
-    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, NULL, 0.001, true);
-}
-
-static yt_tensor *
-error_layer_norm_1704(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_layer_norm_1705(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {2, 4};
-    return yt_layer_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_layer_norm_1706(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {4};
-    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_layer_norm_1707(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {4};
     return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15674,113 +15651,134 @@ error_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1709(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
+    static const int64_t normalized_shape[] = {5};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, NULL, 0.001, true);
 }
 
 static yt_tensor *
-call_group_norm_1710(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
+    return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1711(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    static const int64_t normalized_shape[] = {2, 4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1709(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1710(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_layer_norm_1711(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_layer_norm_ex(inputs[0], normalized_shape, 1, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
 call_group_norm_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
 call_group_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1714(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1714(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1715(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
+}
+
+static yt_tensor *
+call_group_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1715(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1716(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1721(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1722(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1723(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
-}
-
-static yt_tensor *
-call_rms_norm_1721(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {4};
-    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
-}
-
-static yt_tensor *
-call_rms_norm_1722(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {3, 4};
-    const double eps_value = 1e-06;
-    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, &eps_value);
-}
-
-static yt_tensor *
-call_rms_norm_1723(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t normalized_shape[] = {5};
-    const double eps_value = 0.01;
-    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], &eps_value);
 }
 
 static yt_tensor *
@@ -15792,22 +15790,25 @@ call_rms_norm_1724(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1725(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
+    static const int64_t normalized_shape[] = {3, 4};
+    const double eps_value = 1e-06;
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, &eps_value);
 }
 
 static yt_tensor *
-error_rms_norm_1726(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t normalized_shape[] = {2, 4};
-    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL);
+    static const int64_t normalized_shape[] = {5};
+    const double eps_value = 0.01;
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], &eps_value);
 }
 
 static yt_tensor *
-error_rms_norm_1727(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15818,33 +15819,56 @@ static yt_tensor *
 error_rms_norm_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1729(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {2, 4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 2, NULL, NULL);
+}
+
+static yt_tensor *
+error_rms_norm_1730(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t normalized_shape[] = {4};
     return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
 }
 
 static yt_tensor *
-call_batch_norm_1729(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1731(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t normalized_shape[] = {4};
+    return yt_rms_norm_ex(inputs[0], normalized_shape, 1, inputs[1], NULL);
+}
+
+static yt_tensor *
+call_batch_norm_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1730(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1731(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1732(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15852,7 +15876,7 @@ call_batch_norm_1732(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1733(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15860,7 +15884,7 @@ call_batch_norm_1733(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1734(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15868,280 +15892,280 @@ call_batch_norm_1734(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1735(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1736(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1737(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1738(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
 error_batch_norm_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1747(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1748(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1749(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1747(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1748(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1749(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1750(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
-}
-
-static yt_tensor *
-error_row_norm_1751(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
-}
-
-static yt_tensor *
-error_row_norm_1752(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
-}
-
-static yt_tensor *
 error_row_norm_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
 error_row_norm_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
 error_row_norm_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
 error_row_norm_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1757(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1758(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1759(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1757(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1760(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1758(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1759(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1760(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1761(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1771(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1772(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1773(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1771(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1772(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1773(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1774(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16154,42 +16178,42 @@ error_row_norm_backward_1774(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1775(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1776(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1777(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1778(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1779(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1780(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16202,7 +16226,7 @@ error_batch_norm_backward_1780(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1781(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -16210,7 +16234,7 @@ error_batch_norm_backward_bias_backward_1781(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1782(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -16218,38 +16242,17 @@ error_batch_norm_backward_bias_backward_1782(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1783(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1784(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
-}
-
-static yt_tensor *
-call_softmax_1785(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_softmax_1786(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_softmax_1787(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16270,49 +16273,49 @@ static yt_tensor *
 call_softmax_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1792(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1793(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+}
+
+static yt_tensor *
+call_softmax_1794(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_softmax_1792(yt_tensor *const *inputs, void *ctx)
+error_softmax_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1793(yt_tensor *const *inputs, void *ctx)
+error_softmax_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_log_softmax_1794(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_log_softmax_1795(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_log_softmax_1796(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -16333,133 +16336,133 @@ static yt_tensor *
 call_log_softmax_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1801(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1802(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+}
+
+static yt_tensor *
+call_log_softmax_1803(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_log_softmax_1801(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1802(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1803(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1804(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1805(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1806(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1807(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1808(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1809(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1810(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1811(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1812(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1813(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1814(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
-}
-
-static yt_tensor *
-call_dropout_1815(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
-}
-
-static yt_tensor *
-call_dropout_1816(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
-}
-
-static yt_tensor *
-call_dropout_1817(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
@@ -16473,35 +16476,35 @@ static yt_tensor *
 call_dropout_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout_ex(inputs[0], 1.0, true, NULL);
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1820(yt_tensor *const *inputs, void *ctx)
+call_dropout_1820(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
+}
+
+static yt_tensor *
+call_dropout_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1821(yt_tensor *const *inputs, void *ctx)
+call_dropout_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1822(yt_tensor *const *inputs, void *ctx)
+error_dropout_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
-}
-
-static yt_tensor *
-call_mse_loss_1823(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
@@ -16515,196 +16518,196 @@ static yt_tensor *
 call_mse_loss_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_mse_loss_1826(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_mse_loss_1827(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1826(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1828(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_mse_loss_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1827(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1828(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-call_l1_loss_1829(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
-}
-
-static yt_tensor *
-call_l1_loss_1830(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
-}
-
-static yt_tensor *
 call_l1_loss_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_l1_loss_1833(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1833(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1834(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_l1_loss_1835(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+error_l1_loss_1836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1834(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1835(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1836(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1837(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
-}
-
-static yt_tensor *
 call_smooth_l1_loss_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1841(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1842(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1843(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1841(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1842(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1843(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
-}
-
-static yt_tensor *
-call_huber_loss_1844(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
-}
-
-static yt_tensor *
-call_huber_loss_1845(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
-}
-
-static yt_tensor *
 call_huber_loss_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_huber_loss_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
+}
+
+static yt_tensor *
+call_huber_loss_1848(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+}
+
+static yt_tensor *
+call_huber_loss_1849(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1848(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1850(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+error_huber_loss_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1849(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_elementwise_1850(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_elementwise_1851(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_elementwise_1852(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -16715,38 +16718,38 @@ call_binary_cross_entropy_elementwise_1853(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1854(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1855(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1856(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1857(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
+    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1858(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -16760,89 +16763,74 @@ static yt_tensor *
 call_binary_cross_entropy_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
-}
-
-static yt_tensor *
-error_binary_cross_entropy_1862(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1863(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
-}
-
-static yt_tensor *
-error_binary_cross_entropy_1864(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1865(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1866(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1867(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
-                                                  "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1866(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1867(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
-}
-
-static yt_tensor *
-call_binary_cross_entropy_with_logits_1870(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
-}
-
-static yt_tensor *
-error_binary_cross_entropy_with_logits_1871(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1872(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16850,7 +16838,43 @@ error_binary_cross_entropy_with_logits_1872(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1873(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1871(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1872(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1873(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1874(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1875(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16858,307 +16882,283 @@ error_binary_cross_entropy_with_logits_1873(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1874(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1875(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
-call_nll_loss_1876(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
-}
-
-static yt_tensor *
-call_nll_loss_1877(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
-}
-
-static yt_tensor *
 call_nll_loss_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_nll_loss_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
 call_nll_loss_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1881(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-error_nll_loss_1882(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1883(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
-}
-
-static yt_tensor *
-error_nll_loss_1884(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
-}
-
-static yt_tensor *
-error_nll_loss_1885(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1886(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1887(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1888(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+}
+
+static yt_tensor *
+error_nll_loss_1887(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+}
+
+static yt_tensor *
+error_nll_loss_1888(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1898(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1899(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1900(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1898(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1899(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1900(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 error_cross_entropy_loss_1902(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1903(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1904(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1905(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_index_1903(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
-}
-
-static yt_tensor *
-call_cross_entropy_index_1904(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
-}
-
-static yt_tensor *
-call_cross_entropy_index_1905(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1910(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1911(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1912(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1910(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1913(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1911(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1912(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1913(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_1914(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_1915(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
-}
-
-static yt_tensor *
 call_scaled_dot_product_attention_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
                                               NULL);
 }
 
@@ -17166,28 +17166,28 @@ static yt_tensor *
 call_scaled_dot_product_attention_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
                                               NULL);
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1920(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17195,7 +17195,7 @@ error_scaled_dot_product_attention_1920(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1921(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17203,7 +17203,7 @@ error_scaled_dot_product_attention_1921(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1922(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17235,7 +17235,31 @@ error_scaled_dot_product_attention_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1926(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1926(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1927(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_1928(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_output_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17247,7 +17271,7 @@ call_scaled_dot_product_attention_math_output_1926(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1927(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17259,7 +17283,7 @@ call_scaled_dot_product_attention_math_attn_1927(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1928(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17271,7 +17295,7 @@ call_scaled_dot_product_attention_math_output_1928(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1929(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17283,7 +17307,7 @@ call_scaled_dot_product_attention_math_attn_1929(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1930(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17295,7 +17319,7 @@ call_scaled_dot_product_attention_math_output_1930(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1931(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17307,7 +17331,7 @@ call_scaled_dot_product_attention_math_attn_1931(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1932(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17319,7 +17343,7 @@ call_scaled_dot_product_attention_math_output_1932(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1933(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17328,42 +17352,6 @@ call_scaled_dot_product_attention_math_attn_1933(yt_tensor *const *inputs, void 
         return NULL;
     yt_release(r[0]);
     return r[1];
-}
-
-static yt_tensor *
-error_scaled_dot_product_attention_math_1934(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-error_scaled_dot_product_attention_math_1935(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-error_scaled_dot_product_attention_math_1936(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
 }
 
 static yt_tensor *
@@ -17391,7 +17379,43 @@ error_scaled_dot_product_attention_math_1938(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1939(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1939(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1940(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1941(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_backward_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17405,7 +17429,7 @@ error_scaled_dot_product_attention_math_backward_1939(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1940(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17419,7 +17443,7 @@ error_scaled_dot_product_attention_math_backward_1940(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1941(yt_tensor *const *inputs, void *ctx)
+call_empty_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17428,7 +17452,7 @@ call_empty_1941(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1942(yt_tensor *const *inputs, void *ctx)
+call_empty_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17437,7 +17461,7 @@ call_empty_1942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1943(yt_tensor *const *inputs, void *ctx)
+call_empty_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17445,7 +17469,7 @@ call_empty_1943(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1944(yt_tensor *const *inputs, void *ctx)
+call_zeros_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17454,7 +17478,7 @@ call_zeros_1944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1945(yt_tensor *const *inputs, void *ctx)
+call_ones_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17463,7 +17487,7 @@ call_ones_1945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1946(yt_tensor *const *inputs, void *ctx)
+call_full_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17472,7 +17496,7 @@ call_full_1946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1947(yt_tensor *const *inputs, void *ctx)
+call_full_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17481,7 +17505,7 @@ call_full_1947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1948(yt_tensor *const *inputs, void *ctx)
+call_full_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17490,77 +17514,77 @@ call_full_1948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1949(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1950(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1951(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_ones_like_1952(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_ones_like_1953(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_ones_like_1954(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_ones_like_1955(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1956(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1957(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1958(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1956(yt_tensor *const *inputs, void *ctx)
+call_full_like_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1957(yt_tensor *const *inputs, void *ctx)
+call_full_like_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1958(yt_tensor *const *inputs, void *ctx)
+call_full_like_1961(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1959(yt_tensor *const *inputs, void *ctx)
+call_arange_1962(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17568,7 +17592,7 @@ call_arange_1959(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1960(yt_tensor *const *inputs, void *ctx)
+call_linspace_1963(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17576,7 +17600,7 @@ call_linspace_1960(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1961(yt_tensor *const *inputs, void *ctx)
+call_linspace_1964(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17584,7 +17608,7 @@ call_linspace_1961(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1962(yt_tensor *const *inputs, void *ctx)
+call_linspace_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17592,7 +17616,7 @@ call_linspace_1962(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1963(yt_tensor *const *inputs, void *ctx)
+call_eye_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17600,7 +17624,7 @@ call_eye_1963(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1964(yt_tensor *const *inputs, void *ctx)
+call_eye_1967(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17608,7 +17632,7 @@ call_eye_1964(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1965(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1968(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17616,7 +17640,7 @@ call_eye_m_1965(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1966(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1969(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17624,7 +17648,7 @@ call_eye_m_1966(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1967(yt_tensor *const *inputs, void *ctx)
+call_rand_1970(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17633,7 +17657,7 @@ call_rand_1967(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1968(yt_tensor *const *inputs, void *ctx)
+error_rand_1971(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17642,7 +17666,7 @@ error_rand_1968(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1969(yt_tensor *const *inputs, void *ctx)
+call_randn_1972(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17651,7 +17675,7 @@ call_randn_1969(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1970(yt_tensor *const *inputs, void *ctx)
+error_randn_1973(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17660,35 +17684,35 @@ error_randn_1970(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1971(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1974(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1972(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1975(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1973(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1976(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1974(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1977(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1975(yt_tensor *const *inputs, void *ctx)
+call_randint_1978(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17697,7 +17721,7 @@ call_randint_1975(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1976(yt_tensor *const *inputs, void *ctx)
+call_randint_1979(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17706,7 +17730,7 @@ call_randint_1976(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1977(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1980(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17715,7 +17739,7 @@ call_randint_low_1977(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1978(yt_tensor *const *inputs, void *ctx)
+call_randperm_1981(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17723,7 +17747,7 @@ call_randperm_1978(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1979(yt_tensor *const *inputs, void *ctx)
+call_randperm_1982(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17731,14 +17755,14 @@ call_randperm_1979(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1980(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1983(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1981(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1984(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17750,14 +17774,14 @@ inplace_bernoulli_p_1981(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1982(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1983(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1986(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17769,14 +17793,14 @@ inplace_bernoulli_p_1983(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1984(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1987(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1985(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17788,14 +17812,14 @@ inplace_bernoulli_p_1985(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1986(yt_tensor *const *inputs, void *ctx)
+call_normal_1989(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1987(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1990(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17807,14 +17831,14 @@ inplace_normal_1987(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1988(yt_tensor *const *inputs, void *ctx)
+call_normal_1991(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1989(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1992(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17826,14 +17850,14 @@ inplace_normal_1989(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1990(yt_tensor *const *inputs, void *ctx)
+call_normal_1993(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1991(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17845,21 +17869,21 @@ inplace_normal_1991(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1992(yt_tensor *const *inputs, void *ctx)
+error_normal_1995(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1993(yt_tensor *const *inputs, void *ctx)
+call_uniform_1996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1994(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17871,14 +17895,14 @@ inplace_uniform_1994(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1995(yt_tensor *const *inputs, void *ctx)
+call_uniform_1998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1996(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1999(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17890,14 +17914,14 @@ inplace_uniform_1996(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1997(yt_tensor *const *inputs, void *ctx)
+call_uniform_2000(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1998(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_2001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17909,35 +17933,35 @@ inplace_uniform_1998(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1999(yt_tensor *const *inputs, void *ctx)
+error_uniform_2002(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_2000(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_2003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_2001(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_2004(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_2002(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_2005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_2003(yt_tensor *const *inputs, void *ctx)
+call_sum_to_2006(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17945,7 +17969,7 @@ call_sum_to_2003(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_2004(yt_tensor *const *inputs, void *ctx)
+call_sum_to_2007(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17953,7 +17977,7 @@ call_sum_to_2004(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_2005(yt_tensor *const *inputs, void *ctx)
+error_sum_to_2008(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -25180,33 +25204,66 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "pad",
+        .where = "ops.yaml:1885 sample 8",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1885 sample 9",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1423,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1885 sample 10",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1424,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "cat",
-        .where = "ops.yaml:1905 sample 0",
+        .where = "ops.yaml:1908 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1423,
+        .call = call_cat_1426,
         .call_inplace = NULL,
-        .call_out = out_cat_1424,
+        .call_out = out_cat_1427,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1905 sample 1",
+        .where = "ops.yaml:1908 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1425,
+        .call = call_cat_1428,
         .call_inplace = NULL,
-        .call_out = out_cat_1426,
+        .call_out = out_cat_1429,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1905 sample 2",
+        .where = "ops.yaml:1908 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -25214,84 +25271,43 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1427,
+        .call = call_cat_1430,
         .call_inplace = NULL,
-        .call_out = out_cat_1428,
+        .call_out = out_cat_1431,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1905 sample 3",
+        .where = "ops.yaml:1908 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1429,
+        .call = call_cat_1432,
         .call_inplace = NULL,
-        .call_out = out_cat_1430,
+        .call_out = out_cat_1433,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1905 sample 4",
+        .where = "ops.yaml:1908 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = call_cat_1431,
+        .call = call_cat_1434,
         .call_inplace = NULL,
-        .call_out = out_cat_1432,
+        .call_out = out_cat_1435,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1926 sample 0",
+        .where = "ops.yaml:1929 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1433,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1926 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1434,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1926 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors",
-                      .dim = 2,
-                      .sizes = {3, 2},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1435,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1926 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1436,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25300,10 +25316,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1926 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1929 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1437,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25311,11 +25328,51 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "stack",
+        .where = "ops.yaml:1929 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1438,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1929 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1439,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1929 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1440,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "split.Tensor",
-        .where = "ops.yaml:1940 sample 0",
+        .where = "ops.yaml:1943 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1438,
+        .call = call_split_1441,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25323,10 +25380,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1940 sample 1",
+        .where = "ops.yaml:1943 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1440,
+        .call = call_split_1443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25334,11 +25391,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1940 sample 2",
+        .where = "ops.yaml:1943 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_1442,
+        .call = call_split_1445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25346,10 +25403,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1940 sample 3",
+        .where = "ops.yaml:1943 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1444,
+        .call = call_split_1447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25357,10 +25414,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1953 sample 0",
+        .where = "ops.yaml:1956 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1446,
+        .call = call_split_with_sizes_1449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25368,10 +25425,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1953 sample 1",
+        .where = "ops.yaml:1956 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1448,
+        .call = call_split_with_sizes_1451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25379,11 +25436,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1953 sample 2",
+        .where = "ops.yaml:1956 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_with_sizes_1450,
+        .call = call_split_with_sizes_1453,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25391,10 +25448,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1953 sample 3",
+        .where = "ops.yaml:1956 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1452,
+        .call = call_split_with_sizes_1455,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25402,10 +25459,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1966 sample 0",
+        .where = "ops.yaml:1969 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1454,
+        .call = call_chunk_1457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25413,10 +25470,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1966 sample 1",
+        .where = "ops.yaml:1969 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1456,
+        .call = call_chunk_1459,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25424,11 +25481,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1966 sample 2",
+        .where = "ops.yaml:1969 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_chunk_1458,
+        .call = call_chunk_1461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25436,10 +25493,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1966 sample 3",
+        .where = "ops.yaml:1969 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1460,
+        .call = call_chunk_1463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25447,10 +25504,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1979 sample 0",
+        .where = "ops.yaml:1982 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1462,
+        .call = call_unbind_1465,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25458,10 +25515,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1979 sample 1",
+        .where = "ops.yaml:1982 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1464,
+        .call = call_unbind_1467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25469,11 +25526,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1979 sample 2",
+        .where = "ops.yaml:1982 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unbind_1466,
+        .call = call_unbind_1469,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25481,10 +25538,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1979 sample 3",
+        .where = "ops.yaml:1982 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1468,
+        .call = call_unbind_1471,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25492,410 +25549,410 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1996 sample 0",
+        .where = "ops.yaml:1999 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1470,
+        .call = call_index_select_1473,
         .call_inplace = NULL,
-        .call_out = out_index_select_1471,
+        .call_out = out_index_select_1474,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1996 sample 1",
+        .where = "ops.yaml:1999 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1472,
+        .call = call_index_select_1475,
         .call_inplace = NULL,
-        .call_out = out_index_select_1473,
+        .call_out = out_index_select_1476,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1996 sample 2",
+        .where = "ops.yaml:1999 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_1474,
+        .call = call_index_select_1477,
         .call_inplace = NULL,
-        .call_out = out_index_select_1475,
+        .call_out = out_index_select_1478,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1996 sample 3",
+        .where = "ops.yaml:1999 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_1476,
+        .call = call_index_select_1479,
         .call_inplace = NULL,
-        .call_out = out_index_select_1477,
+        .call_out = out_index_select_1480,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1996 sample 4",
+        .where = "ops.yaml:1999 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_1478,
+        .call = call_index_select_1481,
         .call_inplace = NULL,
-        .call_out = out_index_select_1479,
+        .call_out = out_index_select_1482,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1996 sample 5",
+        .where = "ops.yaml:1999 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_1480,
+        .call = call_index_select_1483,
         .call_inplace = NULL,
-        .call_out = out_index_select_1481,
+        .call_out = out_index_select_1484,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2020 sample 0",
+        .where = "ops.yaml:2023 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1484,
+        .call = call_index_add_1487,
         .call_inplace = NULL,
-        .call_out = out_index_add_1485,
+        .call_out = out_index_add_1488,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2020 sample 1",
+        .where = "ops.yaml:2023 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1486,
+        .call = call_index_add_1489,
         .call_inplace = NULL,
-        .call_out = out_index_add_1487,
+        .call_out = out_index_add_1490,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2020 sample 2",
+        .where = "ops.yaml:2023 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_1488,
+        .call = call_index_add_1491,
         .call_inplace = NULL,
-        .call_out = out_index_add_1489,
+        .call_out = out_index_add_1492,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2020 sample 3",
+        .where = "ops.yaml:2023 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1490,
+        .call = call_index_add_1493,
         .call_inplace = NULL,
-        .call_out = out_index_add_1491,
+        .call_out = out_index_add_1494,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2020 sample 4",
+        .where = "ops.yaml:2023 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1492,
+        .call = call_index_add_1495,
         .call_inplace = NULL,
-        .call_out = out_index_add_1493,
+        .call_out = out_index_add_1496,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2035 sample 0",
+        .where = "ops.yaml:2038 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1496,
+        .call = call_index_copy_1499,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1497,
+        .call_out = out_index_copy_1500,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2035 sample 1",
+        .where = "ops.yaml:2038 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1498,
+        .call = call_index_copy_1501,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1499,
+        .call_out = out_index_copy_1502,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2035 sample 2",
+        .where = "ops.yaml:2038 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1500,
+        .call = call_index_copy_1503,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1501,
+        .call_out = out_index_copy_1504,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2048 sample 0",
+        .where = "ops.yaml:2051 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1504,
+        .call = call_gather_1507,
         .call_inplace = NULL,
-        .call_out = out_gather_1505,
+        .call_out = out_gather_1508,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2048 sample 1",
+        .where = "ops.yaml:2051 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_1506,
+        .call = call_gather_1509,
         .call_inplace = NULL,
-        .call_out = out_gather_1507,
+        .call_out = out_gather_1510,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2048 sample 2",
+        .where = "ops.yaml:2051 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1508,
+        .call = call_gather_1511,
         .call_inplace = NULL,
-        .call_out = out_gather_1509,
+        .call_out = out_gather_1512,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2048 sample 3",
+        .where = "ops.yaml:2051 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_1510,
+        .call = call_gather_1513,
         .call_inplace = NULL,
-        .call_out = out_gather_1511,
+        .call_out = out_gather_1514,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2048 sample 4",
+        .where = "ops.yaml:2051 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_1512,
+        .call = call_gather_1515,
         .call_inplace = NULL,
-        .call_out = out_gather_1513,
+        .call_out = out_gather_1516,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2071 sample 0",
+        .where = "ops.yaml:2074 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1516,
+        .call = call_scatter_1519,
         .call_inplace = NULL,
-        .call_out = out_scatter_1517,
+        .call_out = out_scatter_1520,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2071 sample 1",
+        .where = "ops.yaml:2074 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1518,
+        .call = call_scatter_1521,
         .call_inplace = NULL,
-        .call_out = out_scatter_1519,
+        .call_out = out_scatter_1522,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2071 sample 2",
+        .where = "ops.yaml:2074 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1520,
+        .call = call_scatter_1523,
         .call_inplace = NULL,
-        .call_out = out_scatter_1521,
+        .call_out = out_scatter_1524,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2071 sample 3",
+        .where = "ops.yaml:2074 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1522,
+        .call = call_scatter_1525,
         .call_inplace = NULL,
-        .call_out = out_scatter_1523,
+        .call_out = out_scatter_1526,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2092 sample 0",
+        .where = "ops.yaml:2095 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_1526,
+        .call = call_scatter_value_1529,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1527,
+        .call_out = out_scatter_value_1530,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2092 sample 1",
+        .where = "ops.yaml:2095 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_1528,
+        .call = call_scatter_value_1531,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1529,
+        .call_out = out_scatter_value_1532,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2092 sample 2",
+        .where = "ops.yaml:2095 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_1530,
+        .call = call_scatter_value_1533,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1531,
+        .call_out = out_scatter_value_1534,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2105 sample 0",
+        .where = "ops.yaml:2108 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1534,
+        .call = call_scatter_add_1537,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1535,
+        .call_out = out_scatter_add_1538,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2105 sample 1",
+        .where = "ops.yaml:2108 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1536,
+        .call = call_scatter_add_1539,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1537,
+        .call_out = out_scatter_add_1540,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2105 sample 2",
+        .where = "ops.yaml:2108 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_1538,
+        .call = call_scatter_add_1541,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1539,
+        .call_out = out_scatter_add_1542,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2105 sample 3",
+        .where = "ops.yaml:2108 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1540,
+        .call = call_scatter_add_1543,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1541,
+        .call_out = out_scatter_add_1544,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2105 sample 4",
+        .where = "ops.yaml:2108 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1542,
+        .call = call_scatter_add_1545,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1543,
+        .call_out = out_scatter_add_1546,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2124 sample 0",
+        .where = "ops.yaml:2127 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1546,
+        .call = call_embedding_1549,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25903,7 +25960,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2124 sample 1",
+        .where = "ops.yaml:2127 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25913,7 +25970,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_1547,
+        .call = call_embedding_1550,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25921,11 +25978,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2124 sample 2",
+        .where = "ops.yaml:2127 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_1548,
+        .call = call_embedding_1551,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25933,11 +25990,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2124 sample 3",
+        .where = "ops.yaml:2127 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1549,
+        .call = call_embedding_1552,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25945,12 +26002,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2138 sample 0",
+        .where = "ops.yaml:2141 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_1553,
+        .call = call_embedding_dense_backward_1556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25958,11 +26015,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2138 sample 1",
+        .where = "ops.yaml:2141 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_1554,
+        .call = call_embedding_dense_backward_1557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25970,42 +26027,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2165 sample 0",
+        .where = "ops.yaml:2168 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_1556,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "one_hot",
-        .where = "ops.yaml:2165 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1557,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "one_hot",
-        .where = "ops.yaml:2165 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_1558,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "one_hot",
-        .where = "ops.yaml:2165 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_1559,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26013,44 +26037,43 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "one_hot",
+        .where = "ops.yaml:2168 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1560,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:2168 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_one_hot_1561,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:2168 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1562,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "nonzero",
-        .where = "ops.yaml:2177 sample 0",
+        .where = "ops.yaml:2180 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1561,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "nonzero",
-        .where = "ops.yaml:2177 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_1562,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "nonzero",
-        .where = "ops.yaml:2177 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_1563,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "nonzero",
-        .where = "ops.yaml:2177 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_1564,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26058,48 +26081,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "nonzero",
+        .where = "ops.yaml:2180 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .call = call_nonzero_1565,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:2180 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_nonzero_1566,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:2180 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1567,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "masked_select",
-        .where = "ops.yaml:2190 sample 0",
+        .where = "ops.yaml:2193 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1565,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2190 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1566,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2190 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1567,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2190 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1568,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26108,10 +26128,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2190 sample 4",
+        .where = "ops.yaml:2193 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1569,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26119,34 +26139,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argsort",
-        .where = "ops.yaml:2205 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1572,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argsort",
-        .where = "ops.yaml:2205 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1573,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argsort",
-        .where = "ops.yaml:2205 sample 2",
-        .n_inputs = 1,
+        .op = "masked_select",
+        .where = "ops.yaml:2193 sample 2",
+        .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_1574,
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1570,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2193 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1571,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:2193 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26154,9 +26177,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2205 sample 3",
+        .where = "ops.yaml:2208 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1575,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26165,9 +26188,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2205 sample 4",
+        .where = "ops.yaml:2208 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1576,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26175,11 +26198,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argsort.stable",
-        .where = "ops.yaml:2221 sample 0",
+        .op = "argsort",
+        .where = "ops.yaml:2208 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_stable_1577,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argsort_1577,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2208 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1578,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2208 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26187,11 +26233,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2221 sample 1",
+        .where = "ops.yaml:2224 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_stable_1580,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort.stable",
+        .where = "ops.yaml:2224 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_stable_1578,
+        .call = call_argsort_stable_1581,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26199,7 +26256,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2232 sample 0",
+        .where = "ops.yaml:2235 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26208,7 +26265,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 4,
                       .optional = true},
-        .call = call_index_1579,
+        .call = call_index_1582,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26216,7 +26273,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2232 sample 1",
+        .where = "ops.yaml:2235 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26225,7 +26282,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1580,
+        .call = call_index_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26233,7 +26290,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2232 sample 2",
+        .where = "ops.yaml:2235 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26248,7 +26305,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 2,
                       .optional = true},
-        .call = call_index_1581,
+        .call = call_index_1584,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26256,7 +26313,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2232 sample 3",
+        .where = "ops.yaml:2235 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26265,7 +26322,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_index_1582,
+        .call = call_index_1585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26273,12 +26330,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2232 sample 4",
+        .where = "ops.yaml:2235 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
-        .call = call_index_1583,
+        .call = call_index_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26286,7 +26343,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2232 sample 5",
+        .where = "ops.yaml:2235 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26295,7 +26352,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1584,
+        .call = call_index_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26303,7 +26360,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2247 sample 0",
+        .where = "ops.yaml:2250 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26313,7 +26370,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 4,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1585,
+        .call = call_index_put_1588,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26321,7 +26378,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2247 sample 1",
+        .where = "ops.yaml:2250 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26331,7 +26388,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1586,
+        .call = call_index_put_1589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26339,7 +26396,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2247 sample 2",
+        .where = "ops.yaml:2250 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26355,7 +26412,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1587,
+        .call = call_index_put_1590,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26363,7 +26420,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2247 sample 3",
+        .where = "ops.yaml:2250 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26373,7 +26430,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1588,
+        .call = call_index_put_1591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26381,7 +26438,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2247 sample 4",
+        .where = "ops.yaml:2250 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26391,7 +26448,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1589,
+        .call = call_index_put_1592,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26399,10 +26456,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 0 result values",
+        .where = "ops.yaml:2265 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1590,
+        .call = call_sort_values_1593,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26410,10 +26467,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 0 result indices",
+        .where = "ops.yaml:2265 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1591,
+        .call = call_sort_indices_1594,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26421,10 +26478,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 1 result values",
+        .where = "ops.yaml:2265 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1592,
+        .call = call_sort_values_1595,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26432,10 +26489,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 1 result indices",
+        .where = "ops.yaml:2265 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1593,
+        .call = call_sort_indices_1596,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26443,11 +26500,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 2 result values",
+        .where = "ops.yaml:2265 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_values_1594,
+        .call = call_sort_values_1597,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26455,11 +26512,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 2 result indices",
+        .where = "ops.yaml:2265 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_indices_1595,
+        .call = call_sort_indices_1598,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26467,10 +26524,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 3 result values",
+        .where = "ops.yaml:2265 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1596,
+        .call = call_sort_values_1599,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26478,10 +26535,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 3 result indices",
+        .where = "ops.yaml:2265 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1597,
+        .call = call_sort_indices_1600,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26489,10 +26546,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 4 result values",
+        .where = "ops.yaml:2265 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1598,
+        .call = call_sort_values_1601,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26500,10 +26557,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2262 sample 4 result indices",
+        .where = "ops.yaml:2265 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1599,
+        .call = call_sort_indices_1602,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26511,10 +26568,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2278 sample 0 result values",
+        .where = "ops.yaml:2281 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_values_1600,
+        .call = call_sort_stable_values_1603,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26522,10 +26579,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2278 sample 0 result indices",
+        .where = "ops.yaml:2281 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_indices_1601,
+        .call = call_sort_stable_indices_1604,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26533,11 +26590,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2278 sample 1 result values",
+        .where = "ops.yaml:2281 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_values_1602,
+        .call = call_sort_stable_values_1605,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26545,11 +26602,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2278 sample 1 result indices",
+        .where = "ops.yaml:2281 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_indices_1603,
+        .call = call_sort_stable_indices_1606,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26557,10 +26614,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 0 result values",
+        .where = "ops.yaml:2295 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1604,
+        .call = call_topk_values_1607,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26568,10 +26625,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 0 result indices",
+        .where = "ops.yaml:2295 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1605,
+        .call = call_topk_indices_1608,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26579,10 +26636,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 1 result values",
+        .where = "ops.yaml:2295 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1606,
+        .call = call_topk_values_1609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26590,10 +26647,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 1 result indices",
+        .where = "ops.yaml:2295 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1607,
+        .call = call_topk_indices_1610,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26601,11 +26658,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 2 result values",
+        .where = "ops.yaml:2295 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_values_1608,
+        .call = call_topk_values_1611,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26613,11 +26670,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 2 result indices",
+        .where = "ops.yaml:2295 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_indices_1609,
+        .call = call_topk_indices_1612,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26625,10 +26682,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 3 result values",
+        .where = "ops.yaml:2295 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1610,
+        .call = call_topk_values_1613,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26636,10 +26693,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 3 result indices",
+        .where = "ops.yaml:2295 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1611,
+        .call = call_topk_indices_1614,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26647,10 +26704,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 4 result values",
+        .where = "ops.yaml:2295 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1612,
+        .call = call_topk_values_1615,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26658,10 +26715,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2292 sample 4 result indices",
+        .where = "ops.yaml:2295 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1613,
+        .call = call_topk_indices_1616,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26669,46 +26726,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2314 sample 0",
+        .where = "ops.yaml:2317 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1614,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "avg_pool2d",
-        .where = "ops.yaml:2314 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1615,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "avg_pool2d",
-        .where = "ops.yaml:2314 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .call = call_avg_pool2d_1616,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "avg_pool2d",
-        .where = "ops.yaml:2314 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1617,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26716,37 +26736,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2333 sample 0",
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2317 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1621,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1618,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2333 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1622,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2333 sample 2",
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2317 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_adaptive_avg_pool2d_1623,
+        .call = call_avg_pool2d_1619,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2317 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1620,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26754,9 +26774,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2333 sample 3",
+        .where = "ops.yaml:2336 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1624,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26764,13 +26784,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2348 sample 0",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1628,
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2336 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1625,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2336 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_adaptive_avg_pool2d_1626,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2336 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1627,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26778,11 +26822,24 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2348 sample 1",
+        .where = "ops.yaml:2351 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1631,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2351 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1629,
+        .call = call_avg_pool2d_backward_1632,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26790,12 +26847,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2361 sample 0",
+        .where = "ops.yaml:2364 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_1631,
+        .call = call_adaptive_avg_pool2d_backward_1634,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26803,13 +26860,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2408 sample 0",
+        .where = "ops.yaml:2411 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1633,
+        .call = call_conv2d_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26817,13 +26874,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2408 sample 1",
+        .where = "ops.yaml:2411 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1634,
+        .call = call_conv2d_1637,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26831,13 +26888,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2408 sample 2",
+        .where = "ops.yaml:2411 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1635,
+        .call = call_conv2d_1638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26845,7 +26902,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2408 sample 3",
+        .where = "ops.yaml:2411 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -26859,7 +26916,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1636,
+        .call = call_conv2d_1639,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26867,13 +26924,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2408 sample 4",
+        .where = "ops.yaml:2411 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1637,
+        .call = call_conv2d_1640,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26881,11 +26938,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2408 sample 5",
+        .where = "ops.yaml:2411 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_1638,
+        .call = call_conv2d_1641,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26893,13 +26950,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2430 sample 0",
+        .where = "ops.yaml:2433 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1643,
+        .call = call_conv2d_padding_1646,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26907,13 +26964,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2430 sample 1",
+        .where = "ops.yaml:2433 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1644,
+        .call = call_conv2d_padding_1647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26921,13 +26978,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2430 sample 2",
+        .where = "ops.yaml:2433 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1645,
+        .call = call_conv2d_padding_1648,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26935,13 +26992,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2450 sample 0",
+        .where = "ops.yaml:2453 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1650,
+        .call = call_conv1d_1653,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26949,13 +27006,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2450 sample 1",
+        .where = "ops.yaml:2453 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1651,
+        .call = call_conv1d_1654,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26963,14 +27020,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2450 sample 2",
+        .where = "ops.yaml:2453 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1652,
+        .call = call_conv1d_1655,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26978,13 +27035,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2469 sample 0",
+        .where = "ops.yaml:2472 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_1657,
+        .call = call_conv1d_padding_1660,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26992,13 +27049,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2487 sample 0",
+        .where = "ops.yaml:2490 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1662,
+        .call = call_conv_transpose2d_1665,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27006,13 +27063,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2487 sample 1",
+        .where = "ops.yaml:2490 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1663,
+        .call = call_conv_transpose2d_1666,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27020,7 +27077,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2487 sample 2",
+        .where = "ops.yaml:2490 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27030,44 +27087,6 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1664,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2487 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1665,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2487 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1666,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2487 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_conv_transpose2d_1667,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27075,13 +27094,51 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2490 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv_transpose2d_1668,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2490 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1669,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2490 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv_transpose2d_1670,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2506 sample 0",
+        .where = "ops.yaml:2509 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1672,
+        .call = call_conv2d_backward_input_1675,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27089,12 +27146,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2506 sample 1",
+        .where = "ops.yaml:2509 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1673,
+        .call = call_conv2d_backward_input_1676,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27102,12 +27159,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2519 sample 0",
+        .where = "ops.yaml:2522 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1675,
+        .call = call_conv2d_backward_weight_1678,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27115,12 +27172,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2519 sample 1",
+        .where = "ops.yaml:2522 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1676,
+        .call = call_conv2d_backward_weight_1679,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27128,11 +27185,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2533 sample 0",
+        .where = "ops.yaml:2536 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1678,
+        .call = call_conv2d_backward_bias_1681,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27140,10 +27197,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2533 sample 1",
+        .where = "ops.yaml:2536 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1679,
+        .call = call_conv2d_backward_bias_1682,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27151,10 +27208,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2551 sample 0 result values",
+        .where = "ops.yaml:2554 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1682,
+        .call = call_max_pool2d_with_indices_values_1685,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27162,10 +27219,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2551 sample 0 result indices",
+        .where = "ops.yaml:2554 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1683,
+        .call = call_max_pool2d_with_indices_indices_1686,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27173,10 +27230,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2551 sample 1 result values",
+        .where = "ops.yaml:2554 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1684,
+        .call = call_max_pool2d_with_indices_values_1687,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27184,10 +27241,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2551 sample 1 result indices",
+        .where = "ops.yaml:2554 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1685,
+        .call = call_max_pool2d_with_indices_indices_1688,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27195,14 +27252,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2551 sample 2 result values",
+        .where = "ops.yaml:2554 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_values_1686,
+        .call = call_max_pool2d_with_indices_values_1689,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27210,14 +27267,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2551 sample 2 result indices",
+        .where = "ops.yaml:2554 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_indices_1687,
+        .call = call_max_pool2d_with_indices_indices_1690,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27225,10 +27282,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2551 sample 3 result values",
+        .where = "ops.yaml:2554 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1688,
+        .call = call_max_pool2d_with_indices_values_1691,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27236,10 +27293,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2551 sample 3 result indices",
+        .where = "ops.yaml:2554 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1689,
+        .call = call_max_pool2d_with_indices_indices_1692,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27247,10 +27304,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2569 sample 0",
+        .where = "ops.yaml:2572 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1693,
+        .call = call_max_pool2d_1696,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27258,10 +27315,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2569 sample 1",
+        .where = "ops.yaml:2572 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1694,
+        .call = call_max_pool2d_1697,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27269,14 +27326,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2569 sample 2",
+        .where = "ops.yaml:2572 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_1695,
+        .call = call_max_pool2d_1698,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27284,51 +27341,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2594 sample 0",
+        .where = "ops.yaml:2597 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1699,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2594 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1700,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2594 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1701,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2594 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
@@ -27341,9 +27356,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2594 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2597 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_layer_norm_1703,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27351,15 +27368,40 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "group_norm",
-        .where = "ops.yaml:2621 sample 0",
+        .op = "layer_norm",
+        .where = "ops.yaml:2597 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1704,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:2597 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1709,
+        .call = call_layer_norm_1705,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:2597 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_layer_norm_1706,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27367,39 +27409,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2621 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1710,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "group_norm",
-        .where = "ops.yaml:2621 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input",
-                      .dim = 3,
-                      .sizes = {2, 3, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1711,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "group_norm",
-        .where = "ops.yaml:2621 sample 3",
+        .where = "ops.yaml:2624 sample 0",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
@@ -27412,9 +27424,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2621 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:2624 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_group_norm_1713,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27422,24 +27436,43 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "rms_norm",
-        .where = "ops.yaml:2645 sample 0",
+        .op = "group_norm",
+        .where = "ops.yaml:2624 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {2, 3, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1714,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "group_norm",
+        .where = "ops.yaml:2624 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1721,
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_group_norm_1715,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "rms_norm",
-        .where = "ops.yaml:2645 sample 1",
+        .op = "group_norm",
+        .where = "ops.yaml:2624 sample 4",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1722,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_group_norm_1716,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27447,23 +27480,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2645 sample 2",
+        .where = "ops.yaml:2648 sample 0",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1723,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "rms_norm",
-        .where = "ops.yaml:2645 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_rms_norm_1724,
@@ -27473,15 +27492,53 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "rms_norm",
+        .where = "ops.yaml:2648 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_rms_norm_1725,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:2648 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1726,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rms_norm",
+        .where = "ops.yaml:2648 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_rms_norm_1727,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "batch_norm",
-        .where = "ops.yaml:2679 sample 0",
+        .where = "ops.yaml:2682 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1729,
+        .call = call_batch_norm_1732,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27489,7 +27546,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2679 sample 1",
+        .where = "ops.yaml:2682 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27504,7 +27561,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1730,
+        .call = call_batch_norm_1733,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27512,7 +27569,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2679 sample 2",
+        .where = "ops.yaml:2682 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27533,7 +27590,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1731,
+        .call = call_batch_norm_1734,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27541,7 +27598,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2679 sample 3",
+        .where = "ops.yaml:2682 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27558,7 +27615,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1732,
+        .call = call_batch_norm_1735,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27566,7 +27623,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2679 sample 4",
+        .where = "ops.yaml:2682 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27587,7 +27644,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1733,
+        .call = call_batch_norm_1736,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27595,7 +27652,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2679 sample 5",
+        .where = "ops.yaml:2682 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27612,7 +27669,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1734,
+        .call = call_batch_norm_1737,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27620,14 +27677,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2712 sample 0",
+        .where = "ops.yaml:2715 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1747,
+        .call = call_row_norm_1750,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27635,12 +27692,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2712 sample 1",
+        .where = "ops.yaml:2715 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1748,
+        .call = call_row_norm_1751,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27648,14 +27705,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2743 sample 0",
+        .where = "ops.yaml:2746 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1757,
+        .call = call_batch_norm_training_1760,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27663,7 +27720,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2743 sample 1",
+        .where = "ops.yaml:2746 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27678,7 +27735,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_training_1758,
+        .call = call_batch_norm_training_1761,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27686,43 +27743,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2912 sample 0",
+        .where = "ops.yaml:2915 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1785,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2912 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1786,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2912 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1787,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2912 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1788,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27731,9 +27754,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2912 sample 4",
+        .where = "ops.yaml:2915 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1789,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27742,10 +27765,44 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2912 sample 5",
+        .where = "ops.yaml:2915 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1790,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2915 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1791,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2915 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1792,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2915 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_softmax_1790,
+        .call = call_softmax_1793,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27753,10 +27810,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2912 sample 6",
+        .where = "ops.yaml:2915 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_softmax_1791,
+        .call = call_softmax_1794,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27764,43 +27821,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2932 sample 0",
+        .where = "ops.yaml:2935 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1794,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2932 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1795,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2932 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1796,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2932 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1797,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27809,9 +27832,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2932 sample 4",
+        .where = "ops.yaml:2935 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1798,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27820,10 +27843,44 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2932 sample 5",
+        .where = "ops.yaml:2935 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1799,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2935 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1800,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2935 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1801,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2935 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_log_softmax_1799,
+        .call = call_log_softmax_1802,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27831,10 +27888,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2932 sample 6",
+        .where = "ops.yaml:2935 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_log_softmax_1800,
+        .call = call_log_softmax_1803,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27842,11 +27899,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2952 sample 0",
+        .where = "ops.yaml:2955 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1803,
+        .call = call_softmax_backward_data_1806,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27854,11 +27911,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2952 sample 1",
+        .where = "ops.yaml:2955 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1804,
+        .call = call_softmax_backward_data_1807,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27866,7 +27923,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2952 sample 2",
+        .where = "ops.yaml:2955 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27874,7 +27931,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1805,
+        .call = call_softmax_backward_data_1808,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27882,11 +27939,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2969 sample 0",
+        .where = "ops.yaml:2972 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1809,
+        .call = call_log_softmax_backward_data_1812,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27894,11 +27951,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2969 sample 1",
+        .where = "ops.yaml:2972 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1810,
+        .call = call_log_softmax_backward_data_1813,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27906,7 +27963,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2969 sample 2",
+        .where = "ops.yaml:2972 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27914,7 +27971,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1811,
+        .call = call_log_softmax_backward_data_1814,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27922,43 +27979,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3008 sample 0",
+        .where = "ops.yaml:3011 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1815,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:3008 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1816,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:3008 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1817,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:3008 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1818,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27967,9 +27990,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3008 sample 4",
+        .where = "ops.yaml:3011 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_dropout_1819,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27977,48 +28001,44 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "dropout",
+        .where = "ops.yaml:3011 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1820,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:3011 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1821,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:3011 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1822,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "mse_loss",
-        .where = "ops.yaml:3022 sample 0",
+        .where = "ops.yaml:3025 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1821,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:3022 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1822,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:3022 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1823,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:3022 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1824,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28027,10 +28047,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3022 sample 4",
+        .where = "ops.yaml:3025 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1825,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28038,37 +28059,36 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:3037 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1828,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "l1_loss",
-        .where = "ops.yaml:3037 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1829,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "l1_loss",
-        .where = "ops.yaml:3037 sample 2",
+        .op = "mse_loss",
+        .where = "ops.yaml:3025 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1830,
+        .call = call_mse_loss_1826,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:3025 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1827,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:3025 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1828,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28076,10 +28096,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3037 sample 3",
+        .where = "ops.yaml:3040 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1831,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28088,10 +28108,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3037 sample 4",
+        .where = "ops.yaml:3040 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1832,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28099,48 +28120,47 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3052 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1835,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3052 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1836,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3052 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1837,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3052 sample 3",
+        .op = "l1_loss",
+        .where = "ops.yaml:3040 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1833,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:3040 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1834,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:3040 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1835,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3055 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1838,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28149,10 +28169,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3052 sample 4",
+        .where = "ops.yaml:3055 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1839,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28161,10 +28182,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3052 sample 5",
+        .where = "ops.yaml:3055 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1840,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28172,37 +28193,36 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3068 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1843,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "huber_loss",
-        .where = "ops.yaml:3068 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1844,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "huber_loss",
-        .where = "ops.yaml:3068 sample 2",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3055 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1845,
+        .call = call_smooth_l1_loss_1841,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3055 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1842,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3055 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1843,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28210,10 +28230,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3068 sample 3",
+        .where = "ops.yaml:3071 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1846,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28222,10 +28242,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3068 sample 4",
+        .where = "ops.yaml:3071 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1847,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28233,48 +28254,47 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3085 sample 0",
+        .op = "huber_loss",
+        .where = "ops.yaml:3071 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1850,
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1848,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
-        .domain = "unit",
+        .differentiable = false,
+        .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3085 sample 1",
+        .op = "huber_loss",
+        .where = "ops.yaml:3071 sample 3",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1851,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1849,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
-        .domain = "unit",
+        .differentiable = false,
+        .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3085 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1852,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "unit",
-    },
-    {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3085 sample 3",
+        .op = "huber_loss",
+        .where = "ops.yaml:3071 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1850,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3088 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_elementwise_1853,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28282,54 +28302,48 @@ const yt_op_case yt_op_cases[] = {
         .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3100 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1856,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "unit",
-    },
-    {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3100 sample 1",
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3088 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1857,
+        .call = call_binary_cross_entropy_elementwise_1854,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3100 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_binary_cross_entropy_1858,
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3088 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_elementwise_1855,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = "unit",
     },
     {
-        .op = "binary_cross_entropy",
-        .where = "ops.yaml:3100 sample 3",
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3088 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_elementwise_1856,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3103 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1859,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28338,16 +28352,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3100 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {3},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .where = "ops.yaml:3103 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1860,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28356,13 +28365,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3100 sample 5",
+        .where = "ops.yaml:3103 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {0},
+                      .dim = 2,
+                      .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -28373,12 +28382,60 @@ const yt_op_case yt_op_cases[] = {
         .domain = "unit",
     },
     {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3103 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1862,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3103 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {3},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1863,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:3103 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {0},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_binary_cross_entropy_1864,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3116 sample 0",
+        .where = "ops.yaml:3119 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1865,
+        .call = call_binary_cross_entropy_with_logits_1868,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28386,7 +28443,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3116 sample 1",
+        .where = "ops.yaml:3119 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28397,7 +28454,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1866,
+        .call = call_binary_cross_entropy_with_logits_1869,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28405,7 +28462,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3116 sample 2",
+        .where = "ops.yaml:3119 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28421,7 +28478,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1867,
+        .call = call_binary_cross_entropy_with_logits_1870,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28429,7 +28486,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3116 sample 3",
+        .where = "ops.yaml:3119 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28439,7 +28496,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1868,
+        .call = call_binary_cross_entropy_with_logits_1871,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28447,7 +28504,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3116 sample 4",
+        .where = "ops.yaml:3119 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28457,7 +28514,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1869,
+        .call = call_binary_cross_entropy_with_logits_1872,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28465,11 +28522,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3116 sample 5",
+        .where = "ops.yaml:3119 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1870,
+        .call = call_binary_cross_entropy_with_logits_1873,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28477,58 +28534,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3139 sample 0",
+        .where = "ops.yaml:3142 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1875,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:3139 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_nll_loss_1876,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:3139 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_nll_loss_1877,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:3139 sample 3",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_nll_loss_1878,
         .call_inplace = NULL,
@@ -28538,10 +28546,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3139 sample 4",
+        .where = "ops.yaml:3142 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
                       .sizes = {6},
@@ -28556,67 +28564,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3139 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1880,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1886,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1887,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1888,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 3",
+        .where = "ops.yaml:3142 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28626,6 +28574,61 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
+        .call = call_nll_loss_1880,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:3142 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1881,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:3142 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_nll_loss_1882,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:3142 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1883,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3165 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1889,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28634,11 +28637,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .where = "ops.yaml:3165 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1890,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28647,10 +28655,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3165 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1891,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28659,10 +28673,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 6",
+        .where = "ops.yaml:3165 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
                       .sizes = {6},
@@ -28677,10 +28691,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 7",
+        .where = "ops.yaml:3165 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1893,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28689,12 +28704,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 8",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3165 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1894,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28703,12 +28716,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 9",
+        .where = "ops.yaml:3165 sample 6",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1895,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28717,10 +28734,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 10",
+        .where = "ops.yaml:3165 sample 7",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1896,
         .call_inplace = NULL,
@@ -28730,10 +28746,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3162 sample 11",
+        .where = "ops.yaml:3165 sample 8",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1897,
@@ -28743,60 +28759,52 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3188 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1903,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3188 sample 1",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3165 sample 9",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_index_1904,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1898,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3188 sample 2",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3165 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1905,
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1899,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3165 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1900,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3188 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .where = "ops.yaml:3191 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1906,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28805,10 +28813,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3188 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3191 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_index_1907,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28817,10 +28831,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3188 sample 5",
+        .where = "ops.yaml:3191 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1908,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28829,10 +28844,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3188 sample 6",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3191 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_index_1909,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28840,13 +28861,49 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3191 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1910,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3191 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1911,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3191 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1912,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3227 sample 0",
+        .where = "ops.yaml:3230 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1913,
+        .call = call_scaled_dot_product_attention_1916,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28854,7 +28911,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3227 sample 1",
+        .where = "ops.yaml:3230 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -28864,7 +28921,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1914,
+        .call = call_scaled_dot_product_attention_1917,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28872,7 +28929,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3227 sample 2",
+        .where = "ops.yaml:3230 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -28882,50 +28939,6 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1915,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3227 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1916,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3227 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
-            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1917,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3227 sample 5",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1918,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28934,11 +28947,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3227 sample 6",
+        .where = "ops.yaml:3230 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1919,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28946,34 +28959,8 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3255 sample 0 result output",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1926,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3255 sample 0 result attn",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1927,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3255 sample 1 result output",
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3230 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -28983,7 +28970,46 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1928,
+        .call = call_scaled_dot_product_attention_1920,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3230 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1921,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3230 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1922,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3258 sample 0 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1929,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28991,7 +29017,20 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3255 sample 1 result attn",
+        .where = "ops.yaml:3258 sample 0 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1930,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3258 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -29001,20 +29040,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1929,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3255 sample 2 result output",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1930,
+        .call = call_scaled_dot_product_attention_math_output_1931,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -29022,12 +29048,17 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3255 sample 2 result attn",
+        .where = "ops.yaml:3258 sample 1 result attn",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1931,
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1932,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29035,12 +29066,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3255 sample 3 result output",
+        .where = "ops.yaml:3258 sample 2 result output",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1932,
+        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1933,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -29048,12 +29079,38 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3255 sample 3 result attn",
+        .where = "ops.yaml:3258 sample 2 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1934,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3258 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1933,
+        .call = call_scaled_dot_product_attention_math_output_1935,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3258 sample 3 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1936,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29061,9 +29118,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3285 sample 0",
+        .where = "ops.yaml:3288 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1941,
+        .call = call_empty_1944,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29071,9 +29128,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3285 sample 1",
+        .where = "ops.yaml:3288 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1942,
+        .call = call_empty_1945,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29081,9 +29138,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3285 sample 2",
+        .where = "ops.yaml:3288 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1943,
+        .call = call_empty_1946,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29091,9 +29148,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3292 sample 0",
+        .where = "ops.yaml:3295 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1944,
+        .call = call_zeros_1947,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29101,9 +29158,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3300 sample 0",
+        .where = "ops.yaml:3303 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1945,
+        .call = call_ones_1948,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29111,9 +29168,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3315 sample 0",
+        .where = "ops.yaml:3318 sample 0",
         .n_inputs = 0,
-        .call = call_full_1946,
+        .call = call_full_1949,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29121,9 +29178,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3315 sample 1",
+        .where = "ops.yaml:3318 sample 1",
         .n_inputs = 0,
-        .call = call_full_1947,
+        .call = call_full_1950,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29131,9 +29188,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3315 sample 2",
+        .where = "ops.yaml:3318 sample 2",
         .n_inputs = 0,
-        .call = call_full_1948,
+        .call = call_full_1951,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29141,10 +29198,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3326 sample 0",
+        .where = "ops.yaml:3329 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1949,
+        .call = call_empty_like_1952,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29152,11 +29209,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3326 sample 1",
+        .where = "ops.yaml:3329 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1950,
+        .call = call_empty_like_1953,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29164,10 +29221,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3326 sample 2",
+        .where = "ops.yaml:3329 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1951,
+        .call = call_empty_like_1954,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29175,43 +29232,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3346 sample 0",
+        .where = "ops.yaml:3349 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1952,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:3346 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1953,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:3346 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1954,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:3346 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1955,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -29219,23 +29242,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "full_like",
-        .where = "ops.yaml:3358 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1956,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full_like",
-        .where = "ops.yaml:3358 sample 1",
+        .op = "ones_like",
+        .where = "ops.yaml:3349 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1957,
+        .call = call_ones_like_1956,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3349 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1957,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:3349 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1958,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29243,10 +29277,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3358 sample 2",
+        .where = "ops.yaml:3361 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1959,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:3361 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_full_like_1960,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:3361 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1958,
+        .call = call_full_like_1961,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29254,9 +29311,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3363 sample 0",
+        .where = "ops.yaml:3366 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1959,
+        .call = call_arange_1962,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29264,9 +29321,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3378 sample 0",
+        .where = "ops.yaml:3381 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1960,
+        .call = call_linspace_1963,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29274,9 +29331,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3378 sample 1",
+        .where = "ops.yaml:3381 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1961,
+        .call = call_linspace_1964,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29284,9 +29341,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3378 sample 2",
+        .where = "ops.yaml:3381 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1962,
+        .call = call_linspace_1965,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29294,9 +29351,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3390 sample 0",
+        .where = "ops.yaml:3393 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1963,
+        .call = call_eye_1966,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29304,9 +29361,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3390 sample 1",
+        .where = "ops.yaml:3393 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1964,
+        .call = call_eye_1967,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29314,9 +29371,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3401 sample 0",
+        .where = "ops.yaml:3404 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1965,
+        .call = call_eye_m_1968,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29324,9 +29381,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3401 sample 1",
+        .where = "ops.yaml:3404 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1966,
+        .call = call_eye_m_1969,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29334,9 +29391,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3405 sample 0",
+        .where = "ops.yaml:3408 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1967,
+        .call = call_rand_1970,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29344,9 +29401,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3416 sample 0",
+        .where = "ops.yaml:3419 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1969,
+        .call = call_randn_1972,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29354,10 +29411,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3433 sample 0",
+        .where = "ops.yaml:3436 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1971,
+        .call = call_rand_like_1974,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29365,10 +29422,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3433 sample 1",
+        .where = "ops.yaml:3436 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1972,
+        .call = call_rand_like_1975,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29376,10 +29433,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3443 sample 0",
+        .where = "ops.yaml:3446 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1973,
+        .call = call_randn_like_1976,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29387,10 +29444,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3443 sample 1",
+        .where = "ops.yaml:3446 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1974,
+        .call = call_randn_like_1977,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29398,9 +29455,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3454 sample 0",
+        .where = "ops.yaml:3457 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1975,
+        .call = call_randint_1978,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29408,9 +29465,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3454 sample 1",
+        .where = "ops.yaml:3457 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1976,
+        .call = call_randint_1979,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29418,9 +29475,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3465 sample 0",
+        .where = "ops.yaml:3468 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1977,
+        .call = call_randint_low_1980,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29428,9 +29485,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3475 sample 0",
+        .where = "ops.yaml:3478 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1978,
+        .call = call_randperm_1981,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29438,9 +29495,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3475 sample 1",
+        .where = "ops.yaml:3478 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1979,
+        .call = call_randperm_1982,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29448,112 +29505,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3492 sample 0",
+        .where = "ops.yaml:3495 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1980,
-        .call_inplace = inplace_bernoulli_p_1981,
+        .call = call_bernoulli_p_1983,
+        .call_inplace = inplace_bernoulli_p_1984,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3492 sample 1",
+        .where = "ops.yaml:3495 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1982,
-        .call_inplace = inplace_bernoulli_p_1983,
+        .call = call_bernoulli_p_1985,
+        .call_inplace = inplace_bernoulli_p_1986,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3492 sample 2",
+        .where = "ops.yaml:3495 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1984,
-        .call_inplace = inplace_bernoulli_p_1985,
+        .call = call_bernoulli_p_1987,
+        .call_inplace = inplace_bernoulli_p_1988,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3503 sample 0",
+        .where = "ops.yaml:3506 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1986,
-        .call_inplace = inplace_normal_1987,
+        .call = call_normal_1989,
+        .call_inplace = inplace_normal_1990,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3503 sample 1",
+        .where = "ops.yaml:3506 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1988,
-        .call_inplace = inplace_normal_1989,
+        .call = call_normal_1991,
+        .call_inplace = inplace_normal_1992,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3503 sample 2",
+        .where = "ops.yaml:3506 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1990,
-        .call_inplace = inplace_normal_1991,
+        .call = call_normal_1993,
+        .call_inplace = inplace_normal_1994,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3515 sample 0",
+        .where = "ops.yaml:3518 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1993,
-        .call_inplace = inplace_uniform_1994,
+        .call = call_uniform_1996,
+        .call_inplace = inplace_uniform_1997,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3515 sample 1",
+        .where = "ops.yaml:3518 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1995,
-        .call_inplace = inplace_uniform_1996,
+        .call = call_uniform_1998,
+        .call_inplace = inplace_uniform_1999,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3515 sample 2",
+        .where = "ops.yaml:3518 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1997,
-        .call_inplace = inplace_uniform_1998,
+        .call = call_uniform_2000,
+        .call_inplace = inplace_uniform_2001,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3528 sample 0",
+        .where = "ops.yaml:3531 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_2000,
+        .call = call_maybe_multiply_2003,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29561,10 +29618,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3528 sample 1",
+        .where = "ops.yaml:3531 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_2001,
+        .call = call_maybe_multiply_2004,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29572,10 +29629,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3539 sample 0",
+        .where = "ops.yaml:3542 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_2003,
+        .call = call_sum_to_2006,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29583,10 +29640,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3539 sample 1",
+        .where = "ops.yaml:3542 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_2004,
+        .call = call_sum_to_2007,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -31465,1040 +31522,995 @@ const yt_error_case yt_error_cases[] = {
         .what = "ops.yaml:1878: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pad_1422,
+        .call = error_pad_1425,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "pad: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1933: out_capacity below the count",
+        .what = "ops.yaml:1936: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1439,
+        .call = error_split_1442,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1933: out_capacity below the count",
+        .what = "ops.yaml:1936: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1441,
+        .call = error_split_1444,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1933: out_capacity below the count",
+        .what = "ops.yaml:1936: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_1443,
+        .call = error_split_1446,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1933: out_capacity below the count",
+        .what = "ops.yaml:1936: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1445,
+        .call = error_split_1448,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1946: out_capacity below the count",
+        .what = "ops.yaml:1949: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1447,
+        .call = error_split_with_sizes_1450,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1946: out_capacity below the count",
+        .what = "ops.yaml:1949: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1449,
+        .call = error_split_with_sizes_1452,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1946: out_capacity below the count",
+        .what = "ops.yaml:1949: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_with_sizes_1451,
+        .call = error_split_with_sizes_1454,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1946: out_capacity below the count",
+        .what = "ops.yaml:1949: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1453,
+        .call = error_split_with_sizes_1456,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1959: out_capacity below the count",
+        .what = "ops.yaml:1962: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1455,
+        .call = error_chunk_1458,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1959: out_capacity below the count",
+        .what = "ops.yaml:1962: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1457,
+        .call = error_chunk_1460,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1959: out_capacity below the count",
+        .what = "ops.yaml:1962: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_chunk_1459,
+        .call = error_chunk_1462,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1959: out_capacity below the count",
+        .what = "ops.yaml:1962: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1461,
+        .call = error_chunk_1464,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1972: out_capacity below the count",
+        .what = "ops.yaml:1975: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1463,
+        .call = error_unbind_1466,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1972: out_capacity below the count",
+        .what = "ops.yaml:1975: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1465,
+        .call = error_unbind_1468,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1972: out_capacity below the count",
+        .what = "ops.yaml:1975: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_unbind_1467,
+        .call = error_unbind_1470,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1972: out_capacity below the count",
+        .what = "ops.yaml:1975: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1469,
+        .call = error_unbind_1472,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1988: dtype of index",
+        .what = "ops.yaml:1991: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_1482,
+        .call = error_index_select_1485,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1988: dim out of range",
+        .what = "ops.yaml:1991: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_1483,
+        .call = error_index_select_1486,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2012: dtype of index",
+        .what = "ops.yaml:2015: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1494,
+        .call = error_index_add_1497,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2012: dim out of range",
+        .what = "ops.yaml:2015: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1495,
+        .call = error_index_add_1498,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2027: dtype of index",
+        .what = "ops.yaml:2030: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1502,
+        .call = error_index_copy_1505,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2027: dim out of range",
+        .what = "ops.yaml:2030: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1503,
+        .call = error_index_copy_1506,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2040: dtype of index",
+        .what = "ops.yaml:2043: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_1514,
+        .call = error_gather_1517,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2040: dim out of range",
+        .what = "ops.yaml:2043: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_1515,
+        .call = error_gather_1518,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2063: dtype of index",
+        .what = "ops.yaml:2066: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1524,
+        .call = error_scatter_1527,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2063: dim out of range",
+        .what = "ops.yaml:2066: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1525,
+        .call = error_scatter_1528,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2085: dtype of index",
+        .what = "ops.yaml:2088: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_1532,
+        .call = error_scatter_value_1535,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2085: dim out of range",
+        .what = "ops.yaml:2088: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_1533,
+        .call = error_scatter_value_1536,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2097: dtype of index",
+        .what = "ops.yaml:2100: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1544,
+        .call = error_scatter_add_1547,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2097: dim out of range",
+        .what = "ops.yaml:2100: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1545,
+        .call = error_scatter_add_1548,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2117: weight.dim == 2",
+        .what = "ops.yaml:2120: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1550,
+        .call = error_embedding_1553,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2119: sparse == 0",
+        .what = "ops.yaml:2122: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1551,
+        .call = error_embedding_1554,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2112: dtype of indices",
+        .what = "ops.yaml:2115: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_1552,
+        .call = error_embedding_1555,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:2131: dtype of indices",
+        .what = "ops.yaml:2134: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_1555,
+        .call = error_embedding_dense_backward_1558,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:2159: dtype of self",
+        .what = "ops.yaml:2162: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_1560,
+        .call = error_one_hot_1563,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2183: dtype of mask",
+        .what = "ops.yaml:2186: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_1570,
+        .call = error_masked_select_1573,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2183: broadcast",
+        .what = "ops.yaml:2186: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_1571,
+        .call = error_masked_select_1574,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2307: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2310: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1618,
+        .call = error_avg_pool2d_1621,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2309: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2312: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1619,
+        .call = error_avg_pool2d_1622,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2302: dtype of self",
+        .what = "ops.yaml:2305: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_1620,
+        .call = error_avg_pool2d_1623,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2326: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2329: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1625,
+        .call = error_adaptive_avg_pool2d_1628,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2328: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:2331: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1626,
+        .call = error_adaptive_avg_pool2d_1629,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2321: dtype of self",
+        .what = "ops.yaml:2324: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_1627,
+        .call = error_adaptive_avg_pool2d_1630,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2340: dtype of grad_output",
+        .what = "ops.yaml:2343: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_1630,
+        .call = error_avg_pool2d_backward_1633,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2353: dtype of grad_output",
+        .what = "ops.yaml:2356: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_1632,
+        .call = error_adaptive_avg_pool2d_backward_1635,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2399: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2402: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1639,
+        .call = error_conv2d_1642,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2401: weight.dim == 4",
+        .what = "ops.yaml:2404: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1640,
+        .call = error_conv2d_1643,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2403: groups > 0",
+        .what = "ops.yaml:2406: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1641,
+        .call = error_conv2d_1644,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2393: dtype of input",
+        .what = "ops.yaml:2396: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_1642,
+        .call = error_conv2d_1645,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2424: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2427: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1646,
+        .call = error_conv2d_padding_1649,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2426: weight.dim == 4",
+        .what = "ops.yaml:2429: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1647,
+        .call = error_conv2d_padding_1650,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2417: padding not a choice",
+        .what = "ops.yaml:2420: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1648,
+        .call = error_conv2d_padding_1651,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2417: dtype of input",
+        .what = "ops.yaml:2420: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1649,
+        .call = error_conv2d_padding_1652,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2442: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2445: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1653,
+        .call = error_conv1d_1656,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2444: weight.dim == 3",
+        .what = "ops.yaml:2447: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1654,
+        .call = error_conv1d_1657,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2446: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:2449: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1655,
+        .call = error_conv1d_1658,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2436: dtype of input",
+        .what = "ops.yaml:2439: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_1656,
+        .call = error_conv1d_1659,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2463: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2466: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1658,
+        .call = error_conv1d_padding_1661,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2465: weight.dim == 3",
+        .what = "ops.yaml:2468: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1659,
+        .call = error_conv1d_padding_1662,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2456: padding not a choice",
+        .what = "ops.yaml:2459: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1660,
+        .call = error_conv1d_padding_1663,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2456: dtype of input",
+        .what = "ops.yaml:2459: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1661,
+        .call = error_conv1d_padding_1664,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2479: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2482: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1668,
+        .call = error_conv_transpose2d_1671,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2481: weight.dim == 4",
+        .what = "ops.yaml:2484: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1669,
+        .call = error_conv_transpose2d_1672,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2483: groups > 0",
+        .what = "ops.yaml:2486: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1670,
+        .call = error_conv_transpose2d_1673,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2473: dtype of input",
+        .what = "ops.yaml:2476: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1671,
+        .call = error_conv_transpose2d_1674,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2498: dtype of grad_output",
+        .what = "ops.yaml:2501: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1674,
+        .call = error_conv2d_backward_input_1677,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2511: dtype of grad_output",
+        .what = "ops.yaml:2514: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1677,
+        .call = error_conv2d_backward_weight_1680,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2529: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2532: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1680,
+        .call = error_conv2d_backward_bias_1683,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2524: dtype of grad_output",
+        .what = "ops.yaml:2527: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1681,
+        .call = error_conv2d_backward_bias_1684,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2543: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2546: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1690,
+        .call = error_max_pool2d_with_indices_1693,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2545: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2548: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1691,
+        .call = error_max_pool2d_with_indices_1694,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2538: dtype of self",
+        .what = "ops.yaml:2541: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_with_indices_1692,
+        .call = error_max_pool2d_with_indices_1695,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2563: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2566: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1696,
+        .call = error_max_pool2d_1699,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2565: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2568: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1697,
+        .call = error_max_pool2d_1700,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2558: dtype of self",
+        .what = "ops.yaml:2561: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1698,
+        .call = error_max_pool2d_1701,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2584: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2587: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1704,
-        .expect = 0,
-        .expect_prefix = "layer_norm: ",
-    },
-    {
-        .op = "layer_norm",
-        .what = "ops.yaml:2586: input.dim >= len(normalized_shape)",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1705,
-        .expect = 0,
-        .expect_prefix = "layer_norm: ",
-    },
-    {
-        .op = "layer_norm",
-        .what = "ops.yaml:2588: weight.dim == len(normalized_shape)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1706,
-        .expect = 0,
-        .expect_prefix = "layer_norm: ",
-    },
-    {
-        .op = "layer_norm",
-        .what = "ops.yaml:2590: bias.dim == len(normalized_shape)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_layer_norm_1707,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2578: dtype of input",
+        .what = "ops.yaml:2589: input.dim >= len(normalized_shape)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_layer_norm_1708,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2591: weight.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1709,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2593: bias.dim == len(normalized_shape)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_layer_norm_1710,
+        .expect = 0,
+        .expect_prefix = "layer_norm: ",
+    },
+    {
+        .op = "layer_norm",
+        .what = "ops.yaml:2581: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1708,
+        .call = error_layer_norm_1711,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2607: input.dim >= 2",
+        .what = "ops.yaml:2610: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1714,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2609: num_groups > 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1715,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2611: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1716,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2613: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1717,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2615: bias.dim == 1",
-        .n_inputs = 2,
+        .what = "ops.yaml:2612: num_groups > 0",
+        .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1718,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2617: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2614: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1719,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2601: dtype of input",
+        .what = "ops.yaml:2616: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1720,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2618: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1721,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2620: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1722,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2604: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1720,
+        .call = error_group_norm_1723,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2637: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2640: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1725,
+        .call = error_rms_norm_1728,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2639: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2642: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1726,
+        .call = error_rms_norm_1729,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2641: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2644: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1727,
+        .call = error_rms_norm_1730,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2631: dtype of input",
+        .what = "ops.yaml:2634: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1728,
+        .call = error_rms_norm_1731,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2658: input.dim >= 2",
+        .what = "ops.yaml:2661: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1735,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2660: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1736,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2662: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1737,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2664: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1738,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2666: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2663: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1739,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2668: running_mean.dim == 1",
+        .what = "ops.yaml:2665: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1740,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2670: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2667: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1741,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2672: running_var.dim == 1",
+        .what = "ops.yaml:2669: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1742,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2674: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2671: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 1,
-                      .sizes = {4},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -32508,7 +32520,52 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2652: running_mean requires grad",
+        .what = "ops.yaml:2673: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1744,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2675: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1745,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2677: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1746,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2655: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32522,7 +32579,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1744,
+        .call = error_batch_norm_1747,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
@@ -32531,7 +32588,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2652: running_var requires grad",
+        .what = "ops.yaml:2655: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32545,7 +32602,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1745,
+        .call = error_batch_norm_1748,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
@@ -32554,211 +32611,166 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2652: dtype of input",
+        .what = "ops.yaml:2655: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1746,
+        .call = error_batch_norm_1749,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2696: input.dim == 4",
+        .what = "ops.yaml:2699: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1749,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2698: weight.dim == 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1750,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2700: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1751,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2702: weight.size(1) == input.size(2)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1752,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2704: bias.dim == 2",
+        .what = "ops.yaml:2701: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1753,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2706: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2703: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1754,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2708: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2705: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1755,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2690: dtype of input",
+        .what = "ops.yaml:2707: bias.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1756,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2709: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1757,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2711: bias.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1758,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2693: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1756,
+        .call = error_row_norm_1759,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2723: input.dim >= 2",
+        .what = "ops.yaml:2726: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1759,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2725: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1760,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2727: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1761,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2729: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1762,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2731: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2728: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1763,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2733: running_mean.dim == 1",
+        .what = "ops.yaml:2730: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1764,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2735: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2732: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1765,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2737: running_var.dim == 1",
+        .what = "ops.yaml:2734: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1766,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2739: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2736: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 1,
-                      .sizes = {4},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
@@ -32768,7 +32780,52 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2717: running_mean requires grad",
+        .what = "ops.yaml:2738: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1768,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2740: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1769,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2742: running_var.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1770,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2720: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32782,7 +32839,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1768,
+        .call = error_batch_norm_training_1771,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
@@ -32791,7 +32848,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2717: running_var requires grad",
+        .what = "ops.yaml:2720: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32805,7 +32862,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1769,
+        .call = error_batch_norm_training_1772,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
@@ -32814,363 +32871,363 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2717: dtype of input",
+        .what = "ops.yaml:2720: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1770,
+        .call = error_batch_norm_training_1773,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2756: input.dim == 4",
+        .what = "ops.yaml:2759: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1771,
+        .call = error_row_norm_backward_input_1774,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2767: input.dim == 4",
+        .what = "ops.yaml:2770: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1772,
+        .call = error_row_norm_backward_weight_1775,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2778: grad_out.dim == 4",
+        .what = "ops.yaml:2781: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1773,
+        .call = error_row_norm_backward_bias_1776,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2790: input.dim == 4",
+        .what = "ops.yaml:2793: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1774,
+        .call = error_row_norm_backward_1777,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2802: input.dim == 4",
+        .what = "ops.yaml:2805: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1775,
+        .call = error_row_norm_double_backward_input_1778,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2813: input.dim == 4",
+        .what = "ops.yaml:2816: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1776,
+        .call = error_row_norm_double_backward_grad_out_1779,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2824: input.dim >= 2",
+        .what = "ops.yaml:2827: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1777,
+        .call = error_batch_norm_backward_input_1780,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2835: input.dim >= 2",
+        .what = "ops.yaml:2838: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1778,
+        .call = error_batch_norm_backward_weight_1781,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2846: grad_out.dim >= 2",
+        .what = "ops.yaml:2849: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1779,
+        .call = error_batch_norm_backward_bias_1782,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2858: input.dim >= 2",
+        .what = "ops.yaml:2861: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1780,
+        .call = error_batch_norm_backward_1783,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2869: grad.dim == 1",
+        .what = "ops.yaml:2872: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1781,
+        .call = error_batch_norm_backward_bias_backward_1784,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2871: len(sizes) >= 2",
+        .what = "ops.yaml:2874: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1782,
+        .call = error_batch_norm_backward_bias_backward_1785,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2882: input.dim >= 2",
+        .what = "ops.yaml:2885: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1783,
+        .call = error_batch_norm_double_backward_input_1786,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2893: input.dim >= 2",
+        .what = "ops.yaml:2896: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1784,
+        .call = error_batch_norm_double_backward_grad_out_1787,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2908: is_floating(result_dtype)",
+        .what = "ops.yaml:2911: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1792,
+        .call = error_softmax_1795,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2901: dim out of range",
+        .what = "ops.yaml:2904: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1793,
+        .call = error_softmax_1796,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2928: is_floating(result_dtype)",
+        .what = "ops.yaml:2931: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1801,
+        .call = error_log_softmax_1804,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2921: dim out of range",
+        .what = "ops.yaml:2924: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1802,
+        .call = error_log_softmax_1805,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2948: grad_output.dim == output.dim",
+        .what = "ops.yaml:2951: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1806,
+        .call = error_softmax_backward_data_1809,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2941: dtype of grad_output",
+        .what = "ops.yaml:2944: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1807,
+        .call = error_softmax_backward_data_1810,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2941: dim out of range",
+        .what = "ops.yaml:2944: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1808,
+        .call = error_softmax_backward_data_1811,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2965: grad_output.dim == output.dim",
+        .what = "ops.yaml:2968: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1812,
+        .call = error_log_softmax_backward_data_1815,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2958: dtype of grad_output",
+        .what = "ops.yaml:2961: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1813,
+        .call = error_log_softmax_backward_data_1816,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2958: dim out of range",
+        .what = "ops.yaml:2961: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1814,
+        .call = error_log_softmax_backward_data_1817,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:3002: dtype of input",
+        .what = "ops.yaml:3005: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1820,
+        .call = error_dropout_1823,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3015: reduction not a choice",
+        .what = "ops.yaml:3018: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1826,
+        .call = error_mse_loss_1829,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3015: dtype of self",
+        .what = "ops.yaml:3018: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1827,
+        .call = error_mse_loss_1830,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3030: reduction not a choice",
+        .what = "ops.yaml:3033: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1833,
+        .call = error_l1_loss_1836,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3030: dtype of self",
+        .what = "ops.yaml:3033: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1834,
+        .call = error_l1_loss_1837,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3045: reduction not a choice",
+        .what = "ops.yaml:3048: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1841,
+        .call = error_smooth_l1_loss_1844,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3045: dtype of self",
+        .what = "ops.yaml:3048: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1842,
+        .call = error_smooth_l1_loss_1845,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3061: reduction not a choice",
+        .what = "ops.yaml:3064: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1848,
+        .call = error_huber_loss_1851,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3061: dtype of self",
+        .what = "ops.yaml:3064: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1849,
+        .call = error_huber_loss_1852,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3076: dtype of self",
+        .what = "ops.yaml:3079: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1854,
+        .call = error_binary_cross_entropy_elementwise_1857,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3076: broadcast",
+        .what = "ops.yaml:3079: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1855,
+        .call = error_binary_cross_entropy_elementwise_1858,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3092: weight requires grad",
+        .what = "ops.yaml:3095: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33180,7 +33237,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_1862,
+        .call = error_binary_cross_entropy_1865,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
@@ -33189,27 +33246,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3092: reduction not a choice",
+        .what = "ops.yaml:3095: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1863,
+        .call = error_binary_cross_entropy_1866,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3092: dtype of self",
+        .what = "ops.yaml:3095: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1864,
+        .call = error_binary_cross_entropy_1867,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3109: weight requires grad",
+        .what = "ops.yaml:3112: weight requires grad",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -33220,7 +33277,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1871,
+        .call = error_binary_cross_entropy_with_logits_1874,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
@@ -33229,7 +33286,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3109: pos_weight requires grad",
+        .what = "ops.yaml:3112: pos_weight requires grad",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33241,7 +33298,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1872,
+        .call = error_binary_cross_entropy_with_logits_1875,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
@@ -33250,37 +33307,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3109: reduction not a choice",
+        .what = "ops.yaml:3112: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1873,
+        .call = error_binary_cross_entropy_with_logits_1876,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3109: dtype of self",
+        .what = "ops.yaml:3112: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1874,
+        .call = error_binary_cross_entropy_with_logits_1877,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3132: self.dim >= 1",
+        .what = "ops.yaml:3135: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1881,
+        .call = error_nll_loss_1884,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3134: weight.dim == 1",
+        .what = "ops.yaml:3137: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -33290,13 +33347,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1882,
+        .call = error_nll_loss_1885,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3125: weight requires grad",
+        .what = "ops.yaml:3128: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33306,7 +33363,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1883,
+        .call = error_nll_loss_1886,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
@@ -33315,49 +33372,49 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3125: reduction not a choice",
+        .what = "ops.yaml:3128: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1884,
+        .call = error_nll_loss_1887,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3125: dtype of self",
+        .what = "ops.yaml:3128: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1885,
+        .call = error_nll_loss_1888,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3155: self.dim >= 1",
+        .what = "ops.yaml:3158: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1898,
+        .call = error_cross_entropy_loss_1901,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3157: weight.dim == 1",
+        .what = "ops.yaml:3160: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1899,
+        .call = error_cross_entropy_loss_1902,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3148: weight requires grad",
+        .what = "ops.yaml:3151: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33367,7 +33424,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_loss_1900,
+        .call = error_cross_entropy_loss_1903,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
@@ -33376,27 +33433,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3148: reduction not a choice",
+        .what = "ops.yaml:3151: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1901,
+        .call = error_cross_entropy_loss_1904,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3148: dtype of self",
+        .what = "ops.yaml:3151: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1902,
+        .call = error_cross_entropy_loss_1905,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3178: weight requires grad",
+        .what = "ops.yaml:3181: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33406,7 +33463,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_index_1910,
+        .call = error_cross_entropy_index_1913,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
@@ -33415,63 +33472,30 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3178: reduction not a choice",
+        .what = "ops.yaml:3181: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1911,
+        .call = error_cross_entropy_index_1914,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3178: dtype of self",
+        .what = "ops.yaml:3181: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1912,
+        .call = error_cross_entropy_index_1915,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3215: query.dim >= 2",
+        .what = "ops.yaml:3218: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1920,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3217: key.dim >= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1921,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3219: value.dim >= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1922,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3221: key.size(-1) == query.size(-1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1923,
         .expect = 0,
@@ -33479,157 +33503,190 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3223: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3220: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1924,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3209: dtype of query",
+        .what = "ops.yaml:3222: value.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1925,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3224: key.size(-1) == query.size(-1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1926,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3226: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1927,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3212: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1925,
+        .call = error_scaled_dot_product_attention_1928,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3244: query.dim >= 2",
+        .what = "ops.yaml:3247: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1934,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention_math: ",
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3246: key.dim == query.dim and value.dim == query.dim",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1935,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention_math: ",
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3248: key.size(-1) == query.size(-1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1936,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention_math: ",
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3250: value.size(-2) == key.size(-2)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_math_1937,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3238: dtype of query",
+        .what = "ops.yaml:3249: key.dim == query.dim and value.dim == query.dim",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1938,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3251: key.size(-1) == query.size(-1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1939,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3253: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_math_1940,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention_math: ",
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .what = "ops.yaml:3241: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1938,
+        .call = error_scaled_dot_product_attention_math_1941,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3268: query.dim >= 2",
+        .what = "ops.yaml:3271: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1939,
+        .call = error_scaled_dot_product_attention_math_backward_1942,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3270: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3273: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1940,
+        .call = error_scaled_dot_product_attention_math_backward_1943,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3410: is_floating(result_dtype)",
+        .what = "ops.yaml:3413: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1968,
+        .call = error_rand_1971,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3421: is_floating(result_dtype)",
+        .what = "ops.yaml:3424: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1970,
+        .call = error_randn_1973,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3497: dtype of self",
+        .what = "ops.yaml:3500: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1992,
+        .call = error_normal_1995,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3509: dtype of self",
+        .what = "ops.yaml:3512: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1999,
+        .call = error_uniform_2002,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3522: dtype of self",
+        .what = "ops.yaml:3525: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_2002,
+        .call = error_maybe_multiply_2005,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3533: dtype of self",
+        .what = "ops.yaml:3536: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_2005,
+        .call = error_sum_to_2008,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -3635,771 +3635,795 @@ def case_611(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_612(tensors_0, tensors_1):
-    """cat (ops.yaml:1905 sample 0)"""
+def case_612(self):
+    """pad (ops.yaml:1885 sample 8)"""
+    pad = [-2, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_613(self):
+    """pad (ops.yaml:1885 sample 9)"""
+    pad = [-1, 1, 1, -1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_614(self):
+    """pad (ops.yaml:1885 sample 10)"""
+    pad = [2, -3]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_615(tensors_0, tensors_1):
+    """cat (ops.yaml:1908 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_613(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1905 sample 1)"""
+def case_616(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1908 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_614(tensors_0, tensors_1):
-    """cat (ops.yaml:1905 sample 2)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 1
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_615(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1905 sample 3)"""
-    tensors = [tensors_0, tensors_1, tensors_2]
-    dim = 0
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_616(tensors_0, tensors_1):
-    """cat (ops.yaml:1905 sample 4)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_617(tensors_0, tensors_1):
-    """stack (ops.yaml:1926 sample 0)"""
+    """cat (ops.yaml:1908 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_618(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1908 sample 3)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_619(tensors_0, tensors_1):
+    """cat (ops.yaml:1908 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_620(tensors_0, tensors_1):
+    """stack (ops.yaml:1929 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_618(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1926 sample 1)"""
+def case_621(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1929 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_619(tensors_0, tensors_1):
-    """stack (ops.yaml:1926 sample 2)"""
+def case_622(tensors_0, tensors_1):
+    """stack (ops.yaml:1929 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_620(tensors_0, tensors_1):
-    """stack (ops.yaml:1926 sample 3)"""
+def case_623(tensors_0, tensors_1):
+    """stack (ops.yaml:1929 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_621(tensors_0, tensors_1):
-    """stack (ops.yaml:1926 sample 4)"""
+def case_624(tensors_0, tensors_1):
+    """stack (ops.yaml:1929 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
-
-
-def case_622(self):
-    """split.Tensor (ops.yaml:1940 sample 0)"""
-    split_size = 2
-    dim = 0
-    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
-
-
-def case_623(self):
-    """split.Tensor (ops.yaml:1940 sample 1)"""
-    split_size = 3
-    dim = 1
-    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
-
-
-def case_624(self):
-    """split.Tensor (ops.yaml:1940 sample 2)"""
-    split_size = 4
-    dim = -1
-    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_625(self):
-    """split.Tensor (ops.yaml:1940 sample 3)"""
+    """split.Tensor (ops.yaml:1943 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_626(self):
-    """split_with_sizes (ops.yaml:1953 sample 0)"""
+    """split.Tensor (ops.yaml:1943 sample 1)"""
+    split_size = 3
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_627(self):
+    """split.Tensor (ops.yaml:1943 sample 2)"""
+    split_size = 4
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_628(self):
+    """split.Tensor (ops.yaml:1943 sample 3)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_629(self):
+    """split_with_sizes (ops.yaml:1956 sample 0)"""
     split_sizes = [2, 3]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_627(self):
-    """split_with_sizes (ops.yaml:1953 sample 1)"""
+def case_630(self):
+    """split_with_sizes (ops.yaml:1956 sample 1)"""
     split_sizes = [1, 0, 5]
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_628(self):
-    """split_with_sizes (ops.yaml:1953 sample 2)"""
+def case_631(self):
+    """split_with_sizes (ops.yaml:1956 sample 2)"""
     split_sizes = [1, 3]
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_629(self):
-    """split_with_sizes (ops.yaml:1953 sample 3)"""
+def case_632(self):
+    """split_with_sizes (ops.yaml:1956 sample 3)"""
     split_sizes = [0, 0]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_630(self):
-    """chunk (ops.yaml:1966 sample 0)"""
-    chunks = 2
-    dim = 0
-    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
-
-
-def case_631(self):
-    """chunk (ops.yaml:1966 sample 1)"""
-    chunks = 4
-    dim = 1
-    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
-
-
-def case_632(self):
-    """chunk (ops.yaml:1966 sample 2)"""
-    chunks = 3
-    dim = -1
-    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
-
-
 def case_633(self):
-    """chunk (ops.yaml:1966 sample 3)"""
+    """chunk (ops.yaml:1969 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_634(self):
-    """unbind.int (ops.yaml:1979 sample 0)"""
+    """chunk (ops.yaml:1969 sample 1)"""
+    chunks = 4
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_635(self):
+    """chunk (ops.yaml:1969 sample 2)"""
+    chunks = 3
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_636(self):
+    """chunk (ops.yaml:1969 sample 3)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_637(self):
+    """unbind.int (ops.yaml:1982 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_635(self):
-    """unbind.int (ops.yaml:1979 sample 1)"""
+def case_638(self):
+    """unbind.int (ops.yaml:1982 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_636(self):
-    """unbind.int (ops.yaml:1979 sample 2)"""
+def case_639(self):
+    """unbind.int (ops.yaml:1982 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_637(self):
-    """unbind.int (ops.yaml:1979 sample 3)"""
+def case_640(self):
+    """unbind.int (ops.yaml:1982 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_638(self, index):
-    """index_select (ops.yaml:1996 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_639(self, index):
-    """index_select (ops.yaml:1996 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_640(self, index):
-    """index_select (ops.yaml:1996 sample 2)"""
-    dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
-
-
 def case_641(self, index):
-    """index_select (ops.yaml:1996 sample 3)"""
+    """index_select (ops.yaml:1999 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_642(self, index):
-    """index_select (ops.yaml:1996 sample 4)"""
-    dim = 0
+    """index_select (ops.yaml:1999 sample 1)"""
+    dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_643(self, index):
-    """index_select (ops.yaml:1996 sample 5)"""
+    """index_select (ops.yaml:1999 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_644(self, index):
+    """index_select (ops.yaml:1999 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_644(self, index, source):
-    """index_add (ops.yaml:2020 sample 0)"""
+def case_645(self, index):
+    """index_select (ops.yaml:1999 sample 4)"""
     dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+    return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_645(self, index, source):
-    """index_add (ops.yaml:2020 sample 1)"""
-    dim = 1
-    alpha = 2.5
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
-
-
-def case_646(self, index, source):
-    """index_add (ops.yaml:2020 sample 2)"""
+def case_646(self, index):
+    """index_select (ops.yaml:1999 sample 5)"""
     dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+    return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_647(self, index, source):
-    """index_add (ops.yaml:2020 sample 3)"""
+    """index_add (ops.yaml:2023 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_648(self, index, source):
-    """index_add (ops.yaml:2020 sample 4)"""
+    """index_add (ops.yaml:2023 sample 1)"""
+    dim = 1
+    alpha = 2.5
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_649(self, index, source):
+    """index_add (ops.yaml:2023 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_649(self, index, source):
-    """index_copy (ops.yaml:2035 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_copy(self, dim, index, source)
-
-
 def case_650(self, index, source):
-    """index_copy (ops.yaml:2035 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_copy(self, dim, index, source)
+    """index_add (ops.yaml:2023 sample 3)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_651(self, index, source):
-    """index_copy (ops.yaml:2035 sample 2)"""
+    """index_add (ops.yaml:2023 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_652(self, index, source):
+    """index_copy (ops.yaml:2038 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_653(self, index, source):
+    """index_copy (ops.yaml:2038 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_652(self, index):
-    """gather (ops.yaml:2048 sample 0)"""
+def case_654(self, index, source):
+    """index_copy (ops.yaml:2038 sample 2)"""
     dim = 1
-    sparse_grad = False
-    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
-
-
-def case_653(self, index):
-    """gather (ops.yaml:2048 sample 1)"""
-    dim = 0
-    sparse_grad = False
-    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
-
-
-def case_654(self, index):
-    """gather (ops.yaml:2048 sample 2)"""
-    dim = -1
-    sparse_grad = False
-    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+    return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_655(self, index):
-    """gather (ops.yaml:2048 sample 3)"""
+    """gather (ops.yaml:2051 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_656(self, index):
-    """gather (ops.yaml:2048 sample 4)"""
+    """gather (ops.yaml:2051 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_657(self, index, src):
-    """scatter.src (ops.yaml:2071 sample 0)"""
+def case_657(self, index):
+    """gather (ops.yaml:2051 sample 2)"""
+    dim = -1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_658(self, index):
+    """gather (ops.yaml:2051 sample 3)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_659(self, index):
+    """gather (ops.yaml:2051 sample 4)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_660(self, index, src):
+    """scatter.src (ops.yaml:2074 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_658(self, index, src):
-    """scatter.src (ops.yaml:2071 sample 1)"""
+def case_661(self, index, src):
+    """scatter.src (ops.yaml:2074 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_659(self, index, src):
-    """scatter.src (ops.yaml:2071 sample 2)"""
+def case_662(self, index, src):
+    """scatter.src (ops.yaml:2074 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_660(self, index, src):
-    """scatter.src (ops.yaml:2071 sample 3)"""
+def case_663(self, index, src):
+    """scatter.src (ops.yaml:2074 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_661(self, index):
-    """scatter.value (ops.yaml:2092 sample 0)"""
+def case_664(self, index):
+    """scatter.value (ops.yaml:2095 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_662(self, index):
-    """scatter.value (ops.yaml:2092 sample 1)"""
+def case_665(self, index):
+    """scatter.value (ops.yaml:2095 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_663(self, index):
-    """scatter.value (ops.yaml:2092 sample 2)"""
+def case_666(self, index):
+    """scatter.value (ops.yaml:2095 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_664(self, index, src):
-    """scatter_add (ops.yaml:2105 sample 0)"""
+def case_667(self, index, src):
+    """scatter_add (ops.yaml:2108 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_665(self, index, src):
-    """scatter_add (ops.yaml:2105 sample 1)"""
+def case_668(self, index, src):
+    """scatter_add (ops.yaml:2108 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_666(self, index, src):
-    """scatter_add (ops.yaml:2105 sample 2)"""
+def case_669(self, index, src):
+    """scatter_add (ops.yaml:2108 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_667(self, index, src):
-    """scatter_add (ops.yaml:2105 sample 3)"""
+def case_670(self, index, src):
+    """scatter_add (ops.yaml:2108 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_668(self, index, src):
-    """scatter_add (ops.yaml:2105 sample 4)"""
+def case_671(self, index, src):
+    """scatter_add (ops.yaml:2108 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
-
-
-def case_669(weight, indices):
-    """embedding (ops.yaml:2124 sample 0)"""
-    padding_idx = -1
-    scale_grad_by_freq = False
-    sparse = False
-    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
-
-
-def case_670(weight, indices):
-    """embedding (ops.yaml:2124 sample 1)"""
-    padding_idx = -1
-    scale_grad_by_freq = False
-    sparse = False
-    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
-
-
-def case_671(weight, indices):
-    """embedding (ops.yaml:2124 sample 2)"""
-    padding_idx = -1
-    scale_grad_by_freq = False
-    sparse = False
-    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
 def case_672(weight, indices):
-    """embedding (ops.yaml:2124 sample 3)"""
+    """embedding (ops.yaml:2127 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_673(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2138 sample 0)"""
+def case_673(weight, indices):
+    """embedding (ops.yaml:2127 sample 1)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_674(weight, indices):
+    """embedding (ops.yaml:2127 sample 2)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_675(weight, indices):
+    """embedding (ops.yaml:2127 sample 3)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_676(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2141 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_674(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2138 sample 1)"""
+def case_677(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2141 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_675(self):
-    """one_hot (ops.yaml:2165 sample 0)"""
+def case_678(self):
+    """one_hot (ops.yaml:2168 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_676(self):
-    """one_hot (ops.yaml:2165 sample 1)"""
+def case_679(self):
+    """one_hot (ops.yaml:2168 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_677(self):
-    """one_hot (ops.yaml:2165 sample 2)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_678(self):
-    """one_hot (ops.yaml:2165 sample 3)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_679(self):
-    """nonzero (ops.yaml:2177 sample 0)"""
-    return torch.ops.aten.nonzero(self)
-
-
 def case_680(self):
-    """nonzero (ops.yaml:2177 sample 1)"""
-    return torch.ops.aten.nonzero(self)
+    """one_hot (ops.yaml:2168 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_681(self):
-    """nonzero (ops.yaml:2177 sample 2)"""
-    return torch.ops.aten.nonzero(self)
+    """one_hot (ops.yaml:2168 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_682(self):
-    """nonzero (ops.yaml:2177 sample 3)"""
+    """nonzero (ops.yaml:2180 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_683(self, mask):
-    """masked_select (ops.yaml:2190 sample 0)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_683(self):
+    """nonzero (ops.yaml:2180 sample 1)"""
+    return torch.ops.aten.nonzero(self)
 
 
-def case_684(self, mask):
-    """masked_select (ops.yaml:2190 sample 1)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_684(self):
+    """nonzero (ops.yaml:2180 sample 2)"""
+    return torch.ops.aten.nonzero(self)
 
 
-def case_685(self, mask):
-    """masked_select (ops.yaml:2190 sample 2)"""
-    return torch.ops.aten.masked_select(self, mask)
+def case_685(self):
+    """nonzero (ops.yaml:2180 sample 3)"""
+    return torch.ops.aten.nonzero(self)
 
 
 def case_686(self, mask):
-    """masked_select (ops.yaml:2190 sample 3)"""
+    """masked_select (ops.yaml:2193 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_687(self, mask):
-    """masked_select (ops.yaml:2190 sample 4)"""
+    """masked_select (ops.yaml:2193 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_688(self):
-    """argsort (ops.yaml:2205 sample 0)"""
-    dim = -1
-    descending = False
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+def case_688(self, mask):
+    """masked_select (ops.yaml:2193 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
 
 
-def case_689(self):
-    """argsort (ops.yaml:2205 sample 1)"""
-    dim = 0
-    descending = True
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+def case_689(self, mask):
+    """masked_select (ops.yaml:2193 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
 
 
-def case_690(self):
-    """argsort (ops.yaml:2205 sample 2)"""
-    dim = 1
-    descending = False
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+def case_690(self, mask):
+    """masked_select (ops.yaml:2193 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
 
 
 def case_691(self):
-    """argsort (ops.yaml:2205 sample 3)"""
+    """argsort (ops.yaml:2208 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_692(self):
-    """argsort (ops.yaml:2205 sample 4)"""
+    """argsort (ops.yaml:2208 sample 1)"""
+    dim = 0
+    descending = True
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_693(self):
+    """argsort (ops.yaml:2208 sample 2)"""
+    dim = 1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_694(self):
+    """argsort (ops.yaml:2208 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_693(self):
-    """argsort.stable (ops.yaml:2221 sample 0)"""
+def case_695(self):
+    """argsort (ops.yaml:2208 sample 4)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_696(self):
+    """argsort.stable (ops.yaml:2224 sample 0)"""
     stable = True
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_694(self):
-    """argsort.stable (ops.yaml:2221 sample 1)"""
+def case_697(self):
+    """argsort.stable (ops.yaml:2224 sample 1)"""
     stable = False
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_695(self, indices_0):
-    """index.Tensor (ops.yaml:2232 sample 0)"""
-    indices = [indices_0]
-    return torch.ops.aten.index(self, indices)
-
-
-def case_696(self, indices_1):
-    """index.Tensor (ops.yaml:2232 sample 1)"""
-    indices = [None, indices_1]
-    return torch.ops.aten.index(self, indices)
-
-
-def case_697(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2232 sample 2)"""
-    indices = [indices_0, None, indices_2]
-    return torch.ops.aten.index(self, indices)
-
-
 def case_698(self, indices_0):
-    """index.Tensor (ops.yaml:2232 sample 3)"""
+    """index.Tensor (ops.yaml:2235 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_699(self, indices_1):
-    """index.Tensor (ops.yaml:2232 sample 4)"""
+    """index.Tensor (ops.yaml:2235 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_700(self, indices_1):
-    """index.Tensor (ops.yaml:2232 sample 5)"""
+def case_700(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2235 sample 2)"""
+    indices = [indices_0, None, indices_2]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_701(self, indices_0):
+    """index.Tensor (ops.yaml:2235 sample 3)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_702(self, indices_1):
+    """index.Tensor (ops.yaml:2235 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_701(self, indices_0, values):
-    """index_put (ops.yaml:2247 sample 0)"""
+def case_703(self, indices_1):
+    """index.Tensor (ops.yaml:2235 sample 5)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_704(self, indices_0, values):
+    """index_put (ops.yaml:2250 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_702(self, indices_1, values):
-    """index_put (ops.yaml:2247 sample 1)"""
+def case_705(self, indices_1, values):
+    """index_put (ops.yaml:2250 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_703(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2247 sample 2)"""
+def case_706(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2250 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_704(self, indices_0, values):
-    """index_put (ops.yaml:2247 sample 3)"""
+def case_707(self, indices_0, values):
+    """index_put (ops.yaml:2250 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_705(self, indices_1, values):
-    """index_put (ops.yaml:2247 sample 4)"""
+def case_708(self, indices_1, values):
+    """index_put (ops.yaml:2250 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_706(self):
-    """sort (ops.yaml:2262 sample 0 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_707(self):
-    """sort (ops.yaml:2262 sample 0 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_708(self):
-    """sort (ops.yaml:2262 sample 1 result values)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
 def case_709(self):
-    """sort (ops.yaml:2262 sample 1 result indices)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+    """sort (ops.yaml:2265 sample 0 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_710(self):
-    """sort (ops.yaml:2262 sample 2 result values)"""
-    dim = 1
+    """sort (ops.yaml:2265 sample 0 result indices)"""
+    dim = -1
     descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_711(self):
-    """sort (ops.yaml:2262 sample 2 result indices)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+    """sort (ops.yaml:2265 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_712(self):
-    """sort (ops.yaml:2262 sample 3 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+    """sort (ops.yaml:2265 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_713(self):
-    """sort (ops.yaml:2262 sample 3 result indices)"""
-    dim = -1
+    """sort (ops.yaml:2265 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_714(self):
+    """sort (ops.yaml:2265 sample 2 result indices)"""
+    dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_714(self):
-    """sort (ops.yaml:2262 sample 4 result values)"""
+def case_715(self):
+    """sort (ops.yaml:2265 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_715(self):
-    """sort (ops.yaml:2262 sample 4 result indices)"""
+def case_716(self):
+    """sort (ops.yaml:2265 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_716(self):
-    """sort.stable (ops.yaml:2278 sample 0 result values)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
 def case_717(self):
-    """sort.stable (ops.yaml:2278 sample 0 result indices)"""
-    stable = True
+    """sort (ops.yaml:2265 sample 4 result values)"""
     dim = -1
     descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_718(self):
-    """sort.stable (ops.yaml:2278 sample 1 result values)"""
+    """sort (ops.yaml:2265 sample 4 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_719(self):
+    """sort.stable (ops.yaml:2281 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_720(self):
+    """sort.stable (ops.yaml:2281 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_721(self):
+    """sort.stable (ops.yaml:2281 sample 1 result values)"""
     stable = True
     dim = 0
     descending = True
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
-def case_719(self):
-    """sort.stable (ops.yaml:2278 sample 1 result indices)"""
+def case_722(self):
+    """sort.stable (ops.yaml:2281 sample 1 result indices)"""
     stable = True
     dim = 0
     descending = True
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
-def case_720(self):
-    """topk (ops.yaml:2292 sample 0 result values)"""
-    k = 2
-    dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
-def case_721(self):
-    """topk (ops.yaml:2292 sample 0 result indices)"""
-    k = 2
-    dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
-
-
-def case_722(self):
-    """topk (ops.yaml:2292 sample 1 result values)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
 def case_723(self):
-    """topk (ops.yaml:2292 sample 1 result indices)"""
-    k = 3
-    dim = 0
-    largest = False
+    """topk (ops.yaml:2295 sample 0 result values)"""
+    k = 2
+    dim = -1
+    largest = True
     sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
 def case_724(self):
-    """topk (ops.yaml:2292 sample 2 result values)"""
-    k = 1
-    dim = 1
+    """topk (ops.yaml:2295 sample 0 result indices)"""
+    k = 2
+    dim = -1
     largest = True
     sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
 def case_725(self):
-    """topk (ops.yaml:2292 sample 2 result indices)"""
+    """topk (ops.yaml:2295 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_726(self):
+    """topk (ops.yaml:2295 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_727(self):
+    """topk (ops.yaml:2295 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_728(self):
+    """topk (ops.yaml:2295 sample 2 result indices)"""
     k = 1
     dim = 1
     largest = True
@@ -4407,44 +4431,44 @@ def case_725(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_726(self):
-    """topk (ops.yaml:2292 sample 3 result values)"""
-    k = 0
-    dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
-def case_727(self):
-    """topk (ops.yaml:2292 sample 3 result indices)"""
-    k = 0
-    dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
-
-
-def case_728(self):
-    """topk (ops.yaml:2292 sample 4 result values)"""
-    k = 1
-    dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
 def case_729(self):
-    """topk (ops.yaml:2292 sample 4 result indices)"""
-    k = 1
+    """topk (ops.yaml:2295 sample 3 result values)"""
+    k = 0
     dim = -1
     largest = True
     sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
 def case_730(self):
-    """avg_pool2d (ops.yaml:2314 sample 0)"""
+    """topk (ops.yaml:2295 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_731(self):
+    """topk (ops.yaml:2295 sample 4 result values)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_732(self):
+    """topk (ops.yaml:2295 sample 4 result indices)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_733(self):
+    """avg_pool2d (ops.yaml:2317 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4454,8 +4478,8 @@ def case_730(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_731(self):
-    """avg_pool2d (ops.yaml:2314 sample 1)"""
+def case_734(self):
+    """avg_pool2d (ops.yaml:2317 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4465,8 +4489,8 @@ def case_731(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_732(self):
-    """avg_pool2d (ops.yaml:2314 sample 2)"""
+def case_735(self):
+    """avg_pool2d (ops.yaml:2317 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4476,8 +4500,8 @@ def case_732(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_733(self):
-    """avg_pool2d (ops.yaml:2314 sample 3)"""
+def case_736(self):
+    """avg_pool2d (ops.yaml:2317 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4487,32 +4511,32 @@ def case_733(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_734(self):
-    """adaptive_avg_pool2d (ops.yaml:2333 sample 0)"""
+def case_737(self):
+    """adaptive_avg_pool2d (ops.yaml:2336 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_735(self):
-    """adaptive_avg_pool2d (ops.yaml:2333 sample 1)"""
+def case_738(self):
+    """adaptive_avg_pool2d (ops.yaml:2336 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_736(self):
-    """adaptive_avg_pool2d (ops.yaml:2333 sample 2)"""
+def case_739(self):
+    """adaptive_avg_pool2d (ops.yaml:2336 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_737(self):
-    """adaptive_avg_pool2d (ops.yaml:2333 sample 3)"""
+def case_740(self):
+    """adaptive_avg_pool2d (ops.yaml:2336 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_738(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2348 sample 0)"""
+def case_741(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2351 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4522,8 +4546,8 @@ def case_738(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_739(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2348 sample 1)"""
+def case_742(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2351 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4533,14 +4557,14 @@ def case_739(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_740(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2361 sample 0)"""
+def case_743(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2364 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_741(input, weight, bias):
-    """conv2d (ops.yaml:2408 sample 0)"""
+def case_744(input, weight, bias):
+    """conv2d (ops.yaml:2411 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4548,8 +4572,8 @@ def case_741(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_742(input, weight, bias):
-    """conv2d (ops.yaml:2408 sample 1)"""
+def case_745(input, weight, bias):
+    """conv2d (ops.yaml:2411 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4557,8 +4581,8 @@ def case_742(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_743(input, weight, bias):
-    """conv2d (ops.yaml:2408 sample 2)"""
+def case_746(input, weight, bias):
+    """conv2d (ops.yaml:2411 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4566,8 +4590,8 @@ def case_743(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_744(input, weight, bias):
-    """conv2d (ops.yaml:2408 sample 3)"""
+def case_747(input, weight, bias):
+    """conv2d (ops.yaml:2411 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4575,8 +4599,8 @@ def case_744(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_745(input, weight, bias):
-    """conv2d (ops.yaml:2408 sample 4)"""
+def case_748(input, weight, bias):
+    """conv2d (ops.yaml:2411 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4584,8 +4608,8 @@ def case_745(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_746(input, weight):
-    """conv2d (ops.yaml:2408 sample 5)"""
+def case_749(input, weight):
+    """conv2d (ops.yaml:2411 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4594,8 +4618,8 @@ def case_746(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_747(input, weight, bias):
-    """conv2d.padding (ops.yaml:2430 sample 0)"""
+def case_750(input, weight, bias):
+    """conv2d.padding (ops.yaml:2433 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4603,8 +4627,8 @@ def case_747(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_748(input, weight, bias):
-    """conv2d.padding (ops.yaml:2430 sample 1)"""
+def case_751(input, weight, bias):
+    """conv2d.padding (ops.yaml:2433 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4612,8 +4636,8 @@ def case_748(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_749(input, weight, bias):
-    """conv2d.padding (ops.yaml:2430 sample 2)"""
+def case_752(input, weight, bias):
+    """conv2d.padding (ops.yaml:2433 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4621,8 +4645,8 @@ def case_749(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_750(input, weight, bias):
-    """conv1d (ops.yaml:2450 sample 0)"""
+def case_753(input, weight, bias):
+    """conv1d (ops.yaml:2453 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4630,8 +4654,8 @@ def case_750(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_751(input, weight, bias):
-    """conv1d (ops.yaml:2450 sample 1)"""
+def case_754(input, weight, bias):
+    """conv1d (ops.yaml:2453 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4639,8 +4663,8 @@ def case_751(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_752(input, weight, bias):
-    """conv1d (ops.yaml:2450 sample 2)"""
+def case_755(input, weight, bias):
+    """conv1d (ops.yaml:2453 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4648,8 +4672,8 @@ def case_752(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_753(input, weight, bias):
-    """conv1d.padding (ops.yaml:2469 sample 0)"""
+def case_756(input, weight, bias):
+    """conv1d.padding (ops.yaml:2472 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4657,8 +4681,8 @@ def case_753(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_754(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2487 sample 0)"""
+def case_757(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2490 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4667,8 +4691,8 @@ def case_754(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_755(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2487 sample 1)"""
+def case_758(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2490 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4677,8 +4701,8 @@ def case_755(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_756(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2487 sample 2)"""
+def case_759(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2490 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4687,8 +4711,8 @@ def case_756(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_757(input, weight):
-    """conv_transpose2d.input (ops.yaml:2487 sample 3)"""
+def case_760(input, weight):
+    """conv_transpose2d.input (ops.yaml:2490 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4698,8 +4722,8 @@ def case_757(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_758(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2487 sample 4)"""
+def case_761(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2490 sample 4)"""
     stride = [1, 2]
     padding = [1, 1]
     output_padding = [1, 2]
@@ -4708,8 +4732,8 @@ def case_758(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_759(input, weight):
-    """conv_transpose2d.input (ops.yaml:2487 sample 5)"""
+def case_762(input, weight):
+    """conv_transpose2d.input (ops.yaml:2490 sample 5)"""
     bias = None
     stride = []
     padding = []
@@ -4719,8 +4743,8 @@ def case_759(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_760(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2506 sample 0)"""
+def case_763(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2509 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4729,8 +4753,8 @@ def case_760(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_761(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2506 sample 1)"""
+def case_764(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2509 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4739,8 +4763,8 @@ def case_761(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_762(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2519 sample 0)"""
+def case_765(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2522 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4749,8 +4773,8 @@ def case_762(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_763(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2519 sample 1)"""
+def case_766(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2522 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4759,48 +4783,48 @@ def case_763(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_764(grad_output):
-    """conv2d_backward_bias (ops.yaml:2533 sample 0)"""
+def case_767(grad_output):
+    """conv2d_backward_bias (ops.yaml:2536 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_765(grad_output):
-    """conv2d_backward_bias (ops.yaml:2533 sample 1)"""
+def case_768(grad_output):
+    """conv2d_backward_bias (ops.yaml:2536 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
-
-
-def case_766(self):
-    """max_pool2d_with_indices (ops.yaml:2551 sample 0 result values)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_767(self):
-    """max_pool2d_with_indices (ops.yaml:2551 sample 0 result indices)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_768(self):
-    """max_pool2d_with_indices (ops.yaml:2551 sample 1 result values)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
 def case_769(self):
-    """max_pool2d_with_indices (ops.yaml:2551 sample 1 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2554 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_770(self):
+    """max_pool2d_with_indices (ops.yaml:2554 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_771(self):
+    """max_pool2d_with_indices (ops.yaml:2554 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_772(self):
+    """max_pool2d_with_indices (ops.yaml:2554 sample 1 result indices)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4809,48 +4833,48 @@ def case_769(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_770(self):
-    """max_pool2d_with_indices (ops.yaml:2551 sample 2 result values)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_771(self):
-    """max_pool2d_with_indices (ops.yaml:2551 sample 2 result indices)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_772(self):
-    """max_pool2d_with_indices (ops.yaml:2551 sample 3 result values)"""
-    kernel_size = [2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
 def case_773(self):
-    """max_pool2d_with_indices (ops.yaml:2551 sample 3 result indices)"""
-    kernel_size = [2]
-    stride = []
-    padding = []
+    """max_pool2d_with_indices (ops.yaml:2554 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
     dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
 def case_774(self):
-    """max_pool2d (ops.yaml:2569 sample 0)"""
+    """max_pool2d_with_indices (ops.yaml:2554 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_775(self):
+    """max_pool2d_with_indices (ops.yaml:2554 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_776(self):
+    """max_pool2d_with_indices (ops.yaml:2554 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_777(self):
+    """max_pool2d (ops.yaml:2572 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4859,8 +4883,8 @@ def case_774(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_775(self):
-    """max_pool2d (ops.yaml:2569 sample 1)"""
+def case_778(self):
+    """max_pool2d (ops.yaml:2572 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4869,8 +4893,8 @@ def case_775(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_776(self):
-    """max_pool2d (ops.yaml:2569 sample 2)"""
+def case_779(self):
+    """max_pool2d (ops.yaml:2572 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4879,16 +4903,16 @@ def case_776(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_777(input, weight, bias):
-    """layer_norm (ops.yaml:2594 sample 0)"""
+def case_780(input, weight, bias):
+    """layer_norm (ops.yaml:2597 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_778(input, weight):
-    """layer_norm (ops.yaml:2594 sample 1)"""
+def case_781(input, weight):
+    """layer_norm (ops.yaml:2597 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4896,8 +4920,8 @@ def case_778(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_779(input, bias):
-    """layer_norm (ops.yaml:2594 sample 2)"""
+def case_782(input, bias):
+    """layer_norm (ops.yaml:2597 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4905,16 +4929,16 @@ def case_779(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_780(input, weight, bias):
-    """layer_norm (ops.yaml:2594 sample 3)"""
+def case_783(input, weight, bias):
+    """layer_norm (ops.yaml:2597 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_781(input):
-    """layer_norm (ops.yaml:2594 sample 4)"""
+def case_784(input):
+    """layer_norm (ops.yaml:2597 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4923,16 +4947,16 @@ def case_781(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_782(input, weight, bias):
-    """group_norm (ops.yaml:2621 sample 0)"""
+def case_785(input, weight, bias):
+    """group_norm (ops.yaml:2624 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_783(input, weight):
-    """group_norm (ops.yaml:2621 sample 1)"""
+def case_786(input, weight):
+    """group_norm (ops.yaml:2624 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -4940,8 +4964,8 @@ def case_783(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_784(input, bias):
-    """group_norm (ops.yaml:2621 sample 2)"""
+def case_787(input, bias):
+    """group_norm (ops.yaml:2624 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -4949,16 +4973,16 @@ def case_784(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_785(input, weight, bias):
-    """group_norm (ops.yaml:2621 sample 3)"""
+def case_788(input, weight, bias):
+    """group_norm (ops.yaml:2624 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_786(input):
-    """group_norm (ops.yaml:2621 sample 4)"""
+def case_789(input):
+    """group_norm (ops.yaml:2624 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -4967,37 +4991,37 @@ def case_786(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_787(input, weight):
-    """rms_norm (ops.yaml:2645 sample 0)"""
+def case_790(input, weight):
+    """rms_norm (ops.yaml:2648 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_788(input):
-    """rms_norm (ops.yaml:2645 sample 1)"""
+def case_791(input):
+    """rms_norm (ops.yaml:2648 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_789(input, weight):
-    """rms_norm (ops.yaml:2645 sample 2)"""
+def case_792(input, weight):
+    """rms_norm (ops.yaml:2648 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_790(input, weight):
-    """rms_norm (ops.yaml:2645 sample 3)"""
+def case_793(input, weight):
+    """rms_norm (ops.yaml:2648 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_791(input, weight, bias):
-    """batch_norm (ops.yaml:2679 sample 0)"""
+def case_794(input, weight, bias):
+    """batch_norm (ops.yaml:2682 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -5007,8 +5031,8 @@ def case_791(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_792(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2679 sample 1)"""
+def case_795(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2682 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -5018,8 +5042,8 @@ def case_792(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_793(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2679 sample 2)"""
+def case_796(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2682 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -5028,8 +5052,8 @@ def case_793(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_794(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2679 sample 3)"""
+def case_797(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2682 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -5038,8 +5062,8 @@ def case_794(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_795(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2679 sample 4)"""
+def case_798(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2682 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -5048,8 +5072,8 @@ def case_795(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_796(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2679 sample 5)"""
+def case_799(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2682 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -5058,23 +5082,23 @@ def case_796(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_797(input, weight, bias):
-    """row_norm (ops.yaml:2712 sample 0)"""
+def case_800(input, weight, bias):
+    """row_norm (ops.yaml:2715 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_798(input, weight):
-    """row_norm (ops.yaml:2712 sample 1)"""
+def case_801(input, weight):
+    """row_norm (ops.yaml:2715 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_799(input, weight, bias):
-    """batch_norm_training (ops.yaml:2743 sample 0)"""
+def case_802(input, weight, bias):
+    """batch_norm_training (ops.yaml:2746 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -5082,8 +5106,8 @@ def case_799(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_800(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2743 sample 1)"""
+def case_803(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2746 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -5091,166 +5115,142 @@ def case_800(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_801(self):
-    """softmax.int (ops.yaml:2912 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_802(self):
-    """softmax.int (ops.yaml:2912 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_803(self):
-    """softmax.int (ops.yaml:2912 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
 def case_804(self):
-    """softmax.int (ops.yaml:2912 sample 3)"""
+    """softmax.int (ops.yaml:2915 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_805(self):
-    """softmax.int (ops.yaml:2912 sample 4)"""
+    """softmax.int (ops.yaml:2915 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_806(self):
-    """softmax.int (ops.yaml:2912 sample 5)"""
+    """softmax.int (ops.yaml:2915 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_807(self):
+    """softmax.int (ops.yaml:2915 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_808(self):
+    """softmax.int (ops.yaml:2915 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_809(self):
+    """softmax.int (ops.yaml:2915 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_807(self):
-    """softmax.int (ops.yaml:2912 sample 6)"""
+def case_810(self):
+    """softmax.int (ops.yaml:2915 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_808(self):
-    """log_softmax.int (ops.yaml:2932 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
-def case_809(self):
-    """log_softmax.int (ops.yaml:2932 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
-def case_810(self):
-    """log_softmax.int (ops.yaml:2932 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.log_softmax(self, dim, dtype)
-
-
 def case_811(self):
-    """log_softmax.int (ops.yaml:2932 sample 3)"""
+    """log_softmax.int (ops.yaml:2935 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_812(self):
-    """log_softmax.int (ops.yaml:2932 sample 4)"""
+    """log_softmax.int (ops.yaml:2935 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_813(self):
-    """log_softmax.int (ops.yaml:2932 sample 5)"""
+    """log_softmax.int (ops.yaml:2935 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_814(self):
+    """log_softmax.int (ops.yaml:2935 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_815(self):
+    """log_softmax.int (ops.yaml:2935 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_816(self):
+    """log_softmax.int (ops.yaml:2935 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_814(self):
-    """log_softmax.int (ops.yaml:2932 sample 6)"""
+def case_817(self):
+    """log_softmax.int (ops.yaml:2935 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_815(grad_output, output):
-    """softmax_backward_data (ops.yaml:2952 sample 0)"""
-    dim = 1
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
-def case_816(grad_output, output):
-    """softmax_backward_data (ops.yaml:2952 sample 1)"""
-    dim = 1
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
-def case_817(grad_output, output):
-    """softmax_backward_data (ops.yaml:2952 sample 2)"""
-    dim = 0
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
 def case_818(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2969 sample 0)"""
+    """softmax_backward_data (ops.yaml:2955 sample 0)"""
     dim = 1
-    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_819(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2969 sample 1)"""
+    """softmax_backward_data (ops.yaml:2955 sample 1)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_820(grad_output, output):
+    """softmax_backward_data (ops.yaml:2955 sample 2)"""
+    dim = 0
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_821(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2972 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_820(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2969 sample 2)"""
+def case_822(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2972 sample 1)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_823(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2972 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_821(input):
-    """dropout (ops.yaml:3008 sample 0)"""
-    p = 0.5
-    train = True
-    generator = None
-    return torch.ops.aten.dropout(input, p, train, generator=generator)
-
-
-def case_822(input):
-    """dropout (ops.yaml:3008 sample 1)"""
-    p = 0.25
-    train = True
-    generator = None
-    return torch.ops.aten.dropout(input, p, train, generator=generator)
-
-
-def case_823(input):
-    """dropout (ops.yaml:3008 sample 2)"""
-    p = 0.5
-    train = False
-    generator = None
-    return torch.ops.aten.dropout(input, p, train, generator=generator)
-
-
 def case_824(input):
-    """dropout (ops.yaml:3008 sample 3)"""
+    """dropout (ops.yaml:3011 sample 0)"""
     p = 0.5
     train = True
     generator = None
@@ -5258,299 +5258,323 @@ def case_824(input):
 
 
 def case_825(input):
-    """dropout (ops.yaml:3008 sample 4)"""
+    """dropout (ops.yaml:3011 sample 1)"""
+    p = 0.25
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_826(input):
+    """dropout (ops.yaml:3011 sample 2)"""
+    p = 0.5
+    train = False
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_827(input):
+    """dropout (ops.yaml:3011 sample 3)"""
+    p = 0.5
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_828(input):
+    """dropout (ops.yaml:3011 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_826(self, target):
-    """mse_loss (ops.yaml:3022 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_827(self, target):
-    """mse_loss (ops.yaml:3022 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_828(self, target):
-    """mse_loss (ops.yaml:3022 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
 def case_829(self, target):
-    """mse_loss (ops.yaml:3022 sample 3)"""
+    """mse_loss (ops.yaml:3025 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_830(self, target):
-    """mse_loss (ops.yaml:3022 sample 4)"""
-    reduction = 'mean'
+    """mse_loss (ops.yaml:3025 sample 1)"""
+    reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_831(self, target):
-    """l1_loss (ops.yaml:3037 sample 0)"""
+    """mse_loss (ops.yaml:3025 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_832(self, target):
+    """mse_loss (ops.yaml:3025 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_833(self, target):
+    """mse_loss (ops.yaml:3025 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_834(self, target):
+    """l1_loss (ops.yaml:3040 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_832(self, target):
-    """l1_loss (ops.yaml:3037 sample 1)"""
+def case_835(self, target):
+    """l1_loss (ops.yaml:3040 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_833(self, target):
-    """l1_loss (ops.yaml:3037 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
-def case_834(self, target):
-    """l1_loss (ops.yaml:3037 sample 3)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
-def case_835(self, target):
-    """l1_loss (ops.yaml:3037 sample 4)"""
-    reduction = 'sum'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
-
-
 def case_836(self, target):
-    """smooth_l1_loss (ops.yaml:3052 sample 0)"""
+    """l1_loss (ops.yaml:3040 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_837(self, target):
+    """l1_loss (ops.yaml:3040 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_838(self, target):
+    """l1_loss (ops.yaml:3040 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_839(self, target):
+    """smooth_l1_loss (ops.yaml:3055 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_837(self, target):
-    """smooth_l1_loss (ops.yaml:3052 sample 1)"""
-    reduction = 'none'
-    beta = 1.0
-    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
-
-
-def case_838(self, target):
-    """smooth_l1_loss (ops.yaml:3052 sample 2)"""
-    reduction = 'sum'
-    beta = 0.0
-    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
-
-
-def case_839(self, target):
-    """smooth_l1_loss (ops.yaml:3052 sample 3)"""
-    reduction = 'mean'
-    beta = 2.0
-    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
-
-
 def case_840(self, target):
-    """smooth_l1_loss (ops.yaml:3052 sample 4)"""
-    reduction = 'sum'
+    """smooth_l1_loss (ops.yaml:3055 sample 1)"""
+    reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_841(self, target):
-    """smooth_l1_loss (ops.yaml:3052 sample 5)"""
+    """smooth_l1_loss (ops.yaml:3055 sample 2)"""
+    reduction = 'sum'
+    beta = 0.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_842(self, target):
+    """smooth_l1_loss (ops.yaml:3055 sample 3)"""
+    reduction = 'mean'
+    beta = 2.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_843(self, target):
+    """smooth_l1_loss (ops.yaml:3055 sample 4)"""
+    reduction = 'sum'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_844(self, target):
+    """smooth_l1_loss (ops.yaml:3055 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_842(self, target):
-    """huber_loss (ops.yaml:3068 sample 0)"""
+def case_845(self, target):
+    """huber_loss (ops.yaml:3071 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_843(self, target):
-    """huber_loss (ops.yaml:3068 sample 1)"""
-    reduction = 'none'
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_844(self, target):
-    """huber_loss (ops.yaml:3068 sample 2)"""
-    reduction = 'sum'
-    delta = 2.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_845(self, target):
-    """huber_loss (ops.yaml:3068 sample 3)"""
-    reduction = 'sum'
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
 def case_846(self, target):
-    """huber_loss (ops.yaml:3068 sample 4)"""
-    reduction = 'sum'
+    """huber_loss (ops.yaml:3071 sample 1)"""
+    reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_847(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3085 sample 0)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+    """huber_loss (ops.yaml:3071 sample 2)"""
+    reduction = 'sum'
+    delta = 2.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_848(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3085 sample 1)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+    """huber_loss (ops.yaml:3071 sample 3)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_849(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3085 sample 2)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+    """huber_loss (ops.yaml:3071 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_850(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3085 sample 3)"""
+    """binary_cross_entropy_elementwise (ops.yaml:3088 sample 0)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_851(self, target):
-    """binary_cross_entropy (ops.yaml:3100 sample 0)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+    """binary_cross_entropy_elementwise (ops.yaml:3088 sample 1)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_852(self, target):
-    """binary_cross_entropy (ops.yaml:3100 sample 1)"""
-    weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+    """binary_cross_entropy_elementwise (ops.yaml:3088 sample 2)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_853(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3100 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+def case_853(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3088 sample 3)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_854(self, target):
-    """binary_cross_entropy (ops.yaml:3100 sample 3)"""
+    """binary_cross_entropy (ops.yaml:3103 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_855(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3100 sample 4)"""
-    reduction = 'sum'
+def case_855(self, target):
+    """binary_cross_entropy (ops.yaml:3103 sample 1)"""
+    weight = None
+    reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_856(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3100 sample 5)"""
-    reduction = 'none'
+    """binary_cross_entropy (ops.yaml:3103 sample 2)"""
+    reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_857(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 0)"""
+    """binary_cross_entropy (ops.yaml:3103 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_858(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3103 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_859(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3103 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_860(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3119 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_858(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 1)"""
+def case_861(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3119 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_859(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 2)"""
+def case_862(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3119 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_860(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 3)"""
+def case_863(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3119 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_861(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 4)"""
+def case_864(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3119 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_862(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3116 sample 5)"""
+def case_865(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3119 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_863(self, target):
-    """nll_loss (ops.yaml:3139 sample 0)"""
+def case_866(self, target):
+    """nll_loss (ops.yaml:3142 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_864(self, target, weight):
-    """nll_loss (ops.yaml:3139 sample 1)"""
+def case_867(self, target, weight):
+    """nll_loss (ops.yaml:3142 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_865(self, target, weight):
-    """nll_loss (ops.yaml:3139 sample 2)"""
+def case_868(self, target, weight):
+    """nll_loss (ops.yaml:3142 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_866(self, target):
-    """nll_loss (ops.yaml:3139 sample 3)"""
+def case_869(self, target):
+    """nll_loss (ops.yaml:3142 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_867(self, target, weight):
-    """nll_loss (ops.yaml:3139 sample 4)"""
+def case_870(self, target, weight):
+    """nll_loss (ops.yaml:3142 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_868(self, target):
-    """nll_loss (ops.yaml:3139 sample 5)"""
+def case_871(self, target):
+    """nll_loss (ops.yaml:3142 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_869(self, target):
-    """cross_entropy_loss (ops.yaml:3162 sample 0)"""
+def case_872(self, target):
+    """cross_entropy_loss (ops.yaml:3165 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5558,32 +5582,32 @@ def case_869(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_870(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3162 sample 1)"""
+def case_873(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3165 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_871(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3162 sample 2)"""
+def case_874(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3165 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_872(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3162 sample 3)"""
+def case_875(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3165 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_873(self, target):
-    """cross_entropy_loss (ops.yaml:3162 sample 4)"""
+def case_876(self, target):
+    """cross_entropy_loss (ops.yaml:3165 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5591,8 +5615,8 @@ def case_873(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_874(self, target):
-    """cross_entropy_loss (ops.yaml:3162 sample 5)"""
+def case_877(self, target):
+    """cross_entropy_loss (ops.yaml:3165 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5600,16 +5624,16 @@ def case_874(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_875(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3162 sample 6)"""
+def case_878(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3165 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_876(self, target):
-    """cross_entropy_loss (ops.yaml:3162 sample 7)"""
+def case_879(self, target):
+    """cross_entropy_loss (ops.yaml:3165 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5617,24 +5641,24 @@ def case_876(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_877(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3162 sample 8)"""
+def case_880(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3165 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_878(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3162 sample 9)"""
+def case_881(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3165 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_879(self, target):
-    """cross_entropy_loss (ops.yaml:3162 sample 10)"""
+def case_882(self, target):
+    """cross_entropy_loss (ops.yaml:3165 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5642,16 +5666,16 @@ def case_879(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_880(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3162 sample 11)"""
+def case_883(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3165 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_881(self, target):
-    """cross_entropy_index (ops.yaml:3188 sample 0)"""
+def case_884(self, target):
+    """cross_entropy_index (ops.yaml:3191 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5659,16 +5683,16 @@ def case_881(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_882(self, target, weight):
-    """cross_entropy_index (ops.yaml:3188 sample 1)"""
+def case_885(self, target, weight):
+    """cross_entropy_index (ops.yaml:3191 sample 1)"""
     reduction = 'mean'
     ignore_index = 1
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_883(self, target):
-    """cross_entropy_index (ops.yaml:3188 sample 2)"""
+def case_886(self, target):
+    """cross_entropy_index (ops.yaml:3191 sample 2)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5676,16 +5700,16 @@ def case_883(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_884(self, target, weight):
-    """cross_entropy_index (ops.yaml:3188 sample 3)"""
+def case_887(self, target, weight):
+    """cross_entropy_index (ops.yaml:3191 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_885(self, target):
-    """cross_entropy_index (ops.yaml:3188 sample 4)"""
+def case_888(self, target):
+    """cross_entropy_index (ops.yaml:3191 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5693,8 +5717,8 @@ def case_885(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_886(self, target):
-    """cross_entropy_index (ops.yaml:3188 sample 5)"""
+def case_889(self, target):
+    """cross_entropy_index (ops.yaml:3191 sample 5)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5702,8 +5726,8 @@ def case_886(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_887(self, target):
-    """cross_entropy_index (ops.yaml:3188 sample 6)"""
+def case_890(self, target):
+    """cross_entropy_index (ops.yaml:3191 sample 6)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5711,42 +5735,8 @@ def case_887(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_888(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3227 sample 0)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_889(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3227 sample 1)"""
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_890(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3227 sample 2)"""
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
 def case_891(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3227 sample 3)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = True
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_892(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3227 sample 4)"""
+    """scaled_dot_product_attention (ops.yaml:3230 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5754,9 +5744,16 @@ def case_892(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_893(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3227 sample 5)"""
-    attn_mask = None
+def case_892(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3230 sample 1)"""
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_893(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3230 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5764,7 +5761,16 @@ def case_893(query, key, value):
 
 
 def case_894(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3227 sample 6)"""
+    """scaled_dot_product_attention (ops.yaml:3230 sample 3)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = True
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_895(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3230 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5772,96 +5778,114 @@ def case_894(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_895(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3255 sample 0 result output)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
-
-
 def case_896(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3255 sample 0 result attn)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+    """scaled_dot_product_attention (ops.yaml:3230 sample 5)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_897(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3255 sample 1 result output)"""
-    scale = 1.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+    """scaled_dot_product_attention (ops.yaml:3230 sample 6)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_898(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3255 sample 1 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3258 sample 0 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_899(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3258 sample 0 result attn)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_900(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3258 sample 1 result output)"""
+    scale = 1.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_901(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3258 sample 1 result attn)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_899(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3255 sample 2 result output)"""
-    scale = 0.25
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
-
-
-def case_900(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3255 sample 2 result attn)"""
-    scale = 0.25
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
-
-
-def case_901(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3255 sample 3 result output)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
-
-
 def case_902(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3255 sample 3 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3258 sample 2 result output)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_903(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3258 sample 2 result attn)"""
+    scale = 0.25
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_904(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3258 sample 3 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_905(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3258 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_903():
-    """empty (ops.yaml:3285 sample 0)"""
+def case_906():
+    """empty (ops.yaml:3288 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_904():
-    """empty (ops.yaml:3285 sample 1)"""
+def case_907():
+    """empty (ops.yaml:3288 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_905():
-    """empty (ops.yaml:3285 sample 2)"""
+def case_908():
+    """empty (ops.yaml:3288 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_906():
-    """zeros (ops.yaml:3292 sample 0)"""
+def case_909():
+    """zeros (ops.yaml:3295 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_907():
-    """ones (ops.yaml:3300 sample 0)"""
+def case_910():
+    """ones (ops.yaml:3303 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_908():
-    """full (ops.yaml:3315 sample 0)"""
+def case_911():
+    """full (ops.yaml:3318 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5869,8 +5893,8 @@ def case_908():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_909():
-    """full (ops.yaml:3315 sample 1)"""
+def case_912():
+    """full (ops.yaml:3318 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5878,8 +5902,8 @@ def case_909():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_910():
-    """full (ops.yaml:3315 sample 2)"""
+def case_913():
+    """full (ops.yaml:3318 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5887,71 +5911,71 @@ def case_910():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_911(self):
-    """empty_like (ops.yaml:3326 sample 0)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_912(self):
-    """empty_like (ops.yaml:3326 sample 1)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_913(self):
-    """empty_like (ops.yaml:3326 sample 2)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
 def case_914(self):
-    """ones_like (ops.yaml:3346 sample 0)"""
+    """empty_like (ops.yaml:3329 sample 0)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_915(self):
-    """ones_like (ops.yaml:3346 sample 1)"""
+    """empty_like (ops.yaml:3329 sample 1)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_916(self):
-    """ones_like (ops.yaml:3346 sample 2)"""
+    """empty_like (ops.yaml:3329 sample 2)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_917(self):
-    """ones_like (ops.yaml:3346 sample 3)"""
-    dtype = torch.int32
+    """ones_like (ops.yaml:3349 sample 0)"""
+    dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_918(self):
-    """full_like (ops.yaml:3358 sample 0)"""
+    """ones_like (ops.yaml:3349 sample 1)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_919(self):
+    """ones_like (ops.yaml:3349 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_920(self):
+    """ones_like (ops.yaml:3349 sample 3)"""
+    dtype = torch.int32
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_921(self):
+    """full_like (ops.yaml:3361 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_919(self):
-    """full_like (ops.yaml:3358 sample 1)"""
+def case_922(self):
+    """full_like (ops.yaml:3361 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_920(self):
-    """full_like (ops.yaml:3358 sample 2)"""
+def case_923(self):
+    """full_like (ops.yaml:3361 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_921():
-    """arange (ops.yaml:3363 sample 0)"""
+def case_924():
+    """arange (ops.yaml:3366 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5960,8 +5984,8 @@ def case_921():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_922():
-    """linspace (ops.yaml:3378 sample 0)"""
+def case_925():
+    """linspace (ops.yaml:3381 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5970,8 +5994,8 @@ def case_922():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_923():
-    """linspace (ops.yaml:3378 sample 1)"""
+def case_926():
+    """linspace (ops.yaml:3381 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5980,8 +6004,8 @@ def case_923():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_924():
-    """linspace (ops.yaml:3378 sample 2)"""
+def case_927():
+    """linspace (ops.yaml:3381 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5990,24 +6014,24 @@ def case_924():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_925():
-    """eye (ops.yaml:3390 sample 0)"""
+def case_928():
+    """eye (ops.yaml:3393 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_926():
-    """eye (ops.yaml:3390 sample 1)"""
+def case_929():
+    """eye (ops.yaml:3393 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_927():
-    """eye.m (ops.yaml:3401 sample 0)"""
+def case_930():
+    """eye.m (ops.yaml:3404 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -6015,8 +6039,8 @@ def case_927():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_928():
-    """eye.m (ops.yaml:3401 sample 1)"""
+def case_931():
+    """eye.m (ops.yaml:3404 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -6024,8 +6048,8 @@ def case_928():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_929():
-    """rand (ops.yaml:3405 sample 0)"""
+def case_932():
+    """rand (ops.yaml:3408 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -6033,8 +6057,8 @@ def case_929():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_930():
-    """randn (ops.yaml:3416 sample 0)"""
+def case_933():
+    """randn (ops.yaml:3419 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -6042,36 +6066,36 @@ def case_930():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_931(self):
-    """rand_like (ops.yaml:3433 sample 0)"""
-    generator = None
-    dtype = None
-    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
-
-
-def case_932(self):
-    """rand_like (ops.yaml:3433 sample 1)"""
-    generator = None
-    dtype = None
-    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
-
-
-def case_933(self):
-    """randn_like (ops.yaml:3443 sample 0)"""
-    generator = None
-    dtype = None
-    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
-
-
 def case_934(self):
-    """randn_like (ops.yaml:3443 sample 1)"""
+    """rand_like (ops.yaml:3436 sample 0)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_935(self):
+    """rand_like (ops.yaml:3436 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_936(self):
+    """randn_like (ops.yaml:3446 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_935():
-    """randint (ops.yaml:3454 sample 0)"""
+def case_937(self):
+    """randn_like (ops.yaml:3446 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_938():
+    """randint (ops.yaml:3457 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -6080,8 +6104,8 @@ def case_935():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_936():
-    """randint (ops.yaml:3454 sample 1)"""
+def case_939():
+    """randint (ops.yaml:3457 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -6090,8 +6114,8 @@ def case_936():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_937():
-    """randint.low (ops.yaml:3465 sample 0)"""
+def case_940():
+    """randint.low (ops.yaml:3468 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -6101,8 +6125,8 @@ def case_937():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_938():
-    """randperm (ops.yaml:3475 sample 0)"""
+def case_941():
+    """randperm (ops.yaml:3478 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -6110,8 +6134,8 @@ def case_938():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_939():
-    """randperm (ops.yaml:3475 sample 1)"""
+def case_942():
+    """randperm (ops.yaml:3478 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -6119,95 +6143,95 @@ def case_939():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_940(self):
-    """bernoulli.p (ops.yaml:3492 sample 0)"""
+def case_943(self):
+    """bernoulli.p (ops.yaml:3495 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_941(self):
-    """bernoulli.p (ops.yaml:3492 sample 1)"""
+def case_944(self):
+    """bernoulli.p (ops.yaml:3495 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_942(self):
-    """bernoulli.p (ops.yaml:3492 sample 2)"""
+def case_945(self):
+    """bernoulli.p (ops.yaml:3495 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_943(self):
-    """normal (ops.yaml:3503 sample 0)"""
+def case_946(self):
+    """normal (ops.yaml:3506 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_944(self):
-    """normal (ops.yaml:3503 sample 1)"""
+def case_947(self):
+    """normal (ops.yaml:3506 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_945(self):
-    """normal (ops.yaml:3503 sample 2)"""
+def case_948(self):
+    """normal (ops.yaml:3506 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_946(self):
-    """uniform (ops.yaml:3515 sample 0)"""
+def case_949(self):
+    """uniform (ops.yaml:3518 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_947(self):
-    """uniform (ops.yaml:3515 sample 1)"""
+def case_950(self):
+    """uniform (ops.yaml:3518 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_948(self):
-    """uniform (ops.yaml:3515 sample 2)"""
+def case_951(self):
+    """uniform (ops.yaml:3518 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_949(self):
-    """maybe_multiply (ops.yaml:3528 sample 0)"""
+def case_952(self):
+    """maybe_multiply (ops.yaml:3531 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_950(self):
-    """maybe_multiply (ops.yaml:3528 sample 1)"""
+def case_953(self):
+    """maybe_multiply (ops.yaml:3531 sample 1)"""
     other = 1
     return self * other
 
 
-def case_951(self):
-    """sum_to (ops.yaml:3539 sample 0)"""
+def case_954(self):
+    """sum_to (ops.yaml:3542 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_952(self):
-    """sum_to (ops.yaml:3539 sample 1)"""
+def case_955(self):
+    """sum_to (ops.yaml:3542 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -9273,1707 +9297,1722 @@ CASES = [
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1905 sample 0", fn=case_612, tensors=["tensors_0", "tensors_1"],
+    dict(op="pad", where="ops.yaml:1885 sample 8", fn=case_612, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1885 sample 9", fn=case_613, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1885 sample 10", fn=case_614, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="cat", where="ops.yaml:1908 sample 0", fn=case_615, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1905 sample 1", fn=case_613, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1908 sample 1", fn=case_616, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1905 sample 2", fn=case_614, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1908 sample 2", fn=case_617, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1905 sample 3", fn=case_615, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1908 sample 3", fn=case_618, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1905 sample 4", fn=case_616, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1908 sample 4", fn=case_619, tensors=["tensors_0", "tensors_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1926 sample 0", fn=case_617, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1929 sample 0", fn=case_620, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1926 sample 1", fn=case_618, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1929 sample 1", fn=case_621, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1926 sample 2", fn=case_619, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1929 sample 2", fn=case_622, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1926 sample 3", fn=case_620, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1929 sample 3", fn=case_623, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1926 sample 4", fn=case_621, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1929 sample 4", fn=case_624, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1940 sample 0", fn=case_622, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1943 sample 0", fn=case_625, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1940 sample 1", fn=case_623, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1943 sample 1", fn=case_626, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1940 sample 2", fn=case_624, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1943 sample 2", fn=case_627, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1940 sample 3", fn=case_625, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1943 sample 3", fn=case_628, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1953 sample 0", fn=case_626, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1956 sample 0", fn=case_629, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1953 sample 1", fn=case_627, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1956 sample 1", fn=case_630, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1953 sample 2", fn=case_628, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1956 sample 2", fn=case_631, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1953 sample 3", fn=case_629, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1956 sample 3", fn=case_632, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1966 sample 0", fn=case_630, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1969 sample 0", fn=case_633, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1966 sample 1", fn=case_631, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1969 sample 1", fn=case_634, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1966 sample 2", fn=case_632, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1969 sample 2", fn=case_635, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1966 sample 3", fn=case_633, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1969 sample 3", fn=case_636, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1979 sample 0", fn=case_634, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1982 sample 0", fn=case_637, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1979 sample 1", fn=case_635, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1982 sample 1", fn=case_638, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1979 sample 2", fn=case_636, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1982 sample 2", fn=case_639, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1979 sample 3", fn=case_637, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1982 sample 3", fn=case_640, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1996 sample 0", fn=case_638, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1999 sample 0", fn=case_641, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1996 sample 1", fn=case_639, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1999 sample 1", fn=case_642, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1996 sample 2", fn=case_640, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1999 sample 2", fn=case_643, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1996 sample 3", fn=case_641, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1999 sample 3", fn=case_644, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1996 sample 4", fn=case_642, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1999 sample 4", fn=case_645, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1996 sample 5", fn=case_643, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1999 sample 5", fn=case_646, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2020 sample 0", fn=case_644, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2023 sample 0", fn=case_647, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2020 sample 1", fn=case_645, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2023 sample 1", fn=case_648, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2020 sample 2", fn=case_646, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2023 sample 2", fn=case_649, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2020 sample 3", fn=case_647, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2023 sample 3", fn=case_650, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2020 sample 4", fn=case_648, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2023 sample 4", fn=case_651, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2035 sample 0", fn=case_649, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2038 sample 0", fn=case_652, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2035 sample 1", fn=case_650, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2038 sample 1", fn=case_653, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2035 sample 2", fn=case_651, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2038 sample 2", fn=case_654, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2048 sample 0", fn=case_652, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2051 sample 0", fn=case_655, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2048 sample 1", fn=case_653, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2051 sample 1", fn=case_656, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2048 sample 2", fn=case_654, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2051 sample 2", fn=case_657, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2048 sample 3", fn=case_655, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2051 sample 3", fn=case_658, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2048 sample 4", fn=case_656, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2051 sample 4", fn=case_659, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2071 sample 0", fn=case_657, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2074 sample 0", fn=case_660, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2071 sample 1", fn=case_658, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2074 sample 1", fn=case_661, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2071 sample 2", fn=case_659, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2074 sample 2", fn=case_662, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2071 sample 3", fn=case_660, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2074 sample 3", fn=case_663, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2092 sample 0", fn=case_661, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2095 sample 0", fn=case_664, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2092 sample 1", fn=case_662, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2095 sample 1", fn=case_665, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2092 sample 2", fn=case_663, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2095 sample 2", fn=case_666, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2105 sample 0", fn=case_664, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2108 sample 0", fn=case_667, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2105 sample 1", fn=case_665, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2108 sample 1", fn=case_668, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2105 sample 2", fn=case_666, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2108 sample 2", fn=case_669, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2105 sample 3", fn=case_667, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2108 sample 3", fn=case_670, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2105 sample 4", fn=case_668, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2108 sample 4", fn=case_671, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2124 sample 0", fn=case_669, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2127 sample 0", fn=case_672, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2124 sample 1", fn=case_670, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2127 sample 1", fn=case_673, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2124 sample 2", fn=case_671, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2127 sample 2", fn=case_674, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2124 sample 3", fn=case_672, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2127 sample 3", fn=case_675, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2138 sample 0", fn=case_673, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2141 sample 0", fn=case_676, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2138 sample 1", fn=case_674, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2141 sample 1", fn=case_677, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2165 sample 0", fn=case_675, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2168 sample 0", fn=case_678, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2165 sample 1", fn=case_676, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2168 sample 1", fn=case_679, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2165 sample 2", fn=case_677, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2168 sample 2", fn=case_680, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2165 sample 3", fn=case_678, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2168 sample 3", fn=case_681, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2177 sample 0", fn=case_679, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2180 sample 0", fn=case_682, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2177 sample 1", fn=case_680, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2180 sample 1", fn=case_683, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2177 sample 2", fn=case_681, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2180 sample 2", fn=case_684, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2177 sample 3", fn=case_682, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2180 sample 3", fn=case_685, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2190 sample 0", fn=case_683, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2193 sample 0", fn=case_686, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2190 sample 1", fn=case_684, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2193 sample 1", fn=case_687, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2190 sample 2", fn=case_685, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2193 sample 2", fn=case_688, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2190 sample 3", fn=case_686, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2193 sample 3", fn=case_689, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2190 sample 4", fn=case_687, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2193 sample 4", fn=case_690, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2205 sample 0", fn=case_688, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2208 sample 0", fn=case_691, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2205 sample 1", fn=case_689, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2208 sample 1", fn=case_692, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2205 sample 2", fn=case_690, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2208 sample 2", fn=case_693, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2205 sample 3", fn=case_691, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2208 sample 3", fn=case_694, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2205 sample 4", fn=case_692, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2208 sample 4", fn=case_695, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2221 sample 0", fn=case_693, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2224 sample 0", fn=case_696, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2221 sample 1", fn=case_694, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2224 sample 1", fn=case_697, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2232 sample 0", fn=case_695, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2235 sample 0", fn=case_698, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2232 sample 1", fn=case_696, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2235 sample 1", fn=case_699, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2232 sample 2", fn=case_697, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2235 sample 2", fn=case_700, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2232 sample 3", fn=case_698, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2235 sample 3", fn=case_701, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2232 sample 4", fn=case_699, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2235 sample 4", fn=case_702, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2232 sample 5", fn=case_700, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2235 sample 5", fn=case_703, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2247 sample 0", fn=case_701, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2250 sample 0", fn=case_704, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2247 sample 1", fn=case_702, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2250 sample 1", fn=case_705, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2247 sample 2", fn=case_703, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2250 sample 2", fn=case_706, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2247 sample 3", fn=case_704, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2250 sample 3", fn=case_707, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2247 sample 4", fn=case_705, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2250 sample 4", fn=case_708, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 0 result values", fn=case_706, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 0 result values", fn=case_709, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 0 result indices", fn=case_707, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 0 result indices", fn=case_710, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 1 result values", fn=case_708, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 1 result values", fn=case_711, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 1 result indices", fn=case_709, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 1 result indices", fn=case_712, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 2 result values", fn=case_710, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 2 result values", fn=case_713, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 2 result indices", fn=case_711, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 2 result indices", fn=case_714, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 3 result values", fn=case_712, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 3 result values", fn=case_715, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 3 result indices", fn=case_713, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 3 result indices", fn=case_716, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 4 result values", fn=case_714, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 4 result values", fn=case_717, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2262 sample 4 result indices", fn=case_715, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2265 sample 4 result indices", fn=case_718, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2278 sample 0 result values", fn=case_716, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2281 sample 0 result values", fn=case_719, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2278 sample 0 result indices", fn=case_717, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2281 sample 0 result indices", fn=case_720, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2278 sample 1 result values", fn=case_718, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2281 sample 1 result values", fn=case_721, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2278 sample 1 result indices", fn=case_719, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2281 sample 1 result indices", fn=case_722, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 0 result values", fn=case_720, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 0 result values", fn=case_723, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 0 result indices", fn=case_721, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 0 result indices", fn=case_724, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 1 result values", fn=case_722, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 1 result values", fn=case_725, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 1 result indices", fn=case_723, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 1 result indices", fn=case_726, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 2 result values", fn=case_724, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 2 result values", fn=case_727, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 2 result indices", fn=case_725, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 2 result indices", fn=case_728, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 3 result values", fn=case_726, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 3 result values", fn=case_729, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 3 result indices", fn=case_727, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 3 result indices", fn=case_730, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 4 result values", fn=case_728, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 4 result values", fn=case_731, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2292 sample 4 result indices", fn=case_729, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2295 sample 4 result indices", fn=case_732, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2314 sample 0", fn=case_730, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2317 sample 0", fn=case_733, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2314 sample 1", fn=case_731, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2317 sample 1", fn=case_734, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2314 sample 2", fn=case_732, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2317 sample 2", fn=case_735, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2314 sample 3", fn=case_733, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2317 sample 3", fn=case_736, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2333 sample 0", fn=case_734, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2336 sample 0", fn=case_737, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2333 sample 1", fn=case_735, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2336 sample 1", fn=case_738, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2333 sample 2", fn=case_736, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2336 sample 2", fn=case_739, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2333 sample 3", fn=case_737, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2336 sample 3", fn=case_740, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2348 sample 0", fn=case_738, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2351 sample 0", fn=case_741, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2348 sample 1", fn=case_739, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2351 sample 1", fn=case_742, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2361 sample 0", fn=case_740, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2364 sample 0", fn=case_743, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2408 sample 0", fn=case_741, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2411 sample 0", fn=case_744, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2408 sample 1", fn=case_742, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2411 sample 1", fn=case_745, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2408 sample 2", fn=case_743, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2411 sample 2", fn=case_746, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2408 sample 3", fn=case_744, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2411 sample 3", fn=case_747, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2408 sample 4", fn=case_745, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2411 sample 4", fn=case_748, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2408 sample 5", fn=case_746, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2411 sample 5", fn=case_749, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2430 sample 0", fn=case_747, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2433 sample 0", fn=case_750, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2430 sample 1", fn=case_748, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2433 sample 1", fn=case_751, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2430 sample 2", fn=case_749, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2433 sample 2", fn=case_752, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2450 sample 0", fn=case_750, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2453 sample 0", fn=case_753, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2450 sample 1", fn=case_751, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2453 sample 1", fn=case_754, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2450 sample 2", fn=case_752, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2453 sample 2", fn=case_755, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2469 sample 0", fn=case_753, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2472 sample 0", fn=case_756, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 0", fn=case_754, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2490 sample 0", fn=case_757, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 1", fn=case_755, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2490 sample 1", fn=case_758, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 2", fn=case_756, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2490 sample 2", fn=case_759, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 3", fn=case_757, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2490 sample 3", fn=case_760, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 4", fn=case_758, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2490 sample 4", fn=case_761, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2487 sample 5", fn=case_759, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2490 sample 5", fn=case_762, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2506 sample 0", fn=case_760, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2509 sample 0", fn=case_763, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2506 sample 1", fn=case_761, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2509 sample 1", fn=case_764, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2519 sample 0", fn=case_762, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2522 sample 0", fn=case_765, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2519 sample 1", fn=case_763, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2522 sample 1", fn=case_766, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2533 sample 0", fn=case_764, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2536 sample 0", fn=case_767, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2533 sample 1", fn=case_765, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2536 sample 1", fn=case_768, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 0 result values", fn=case_766, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2554 sample 0 result values", fn=case_769, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 0 result indices", fn=case_767, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2554 sample 0 result indices", fn=case_770, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 1 result values", fn=case_768, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2554 sample 1 result values", fn=case_771, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 1 result indices", fn=case_769, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2554 sample 1 result indices", fn=case_772, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 2 result values", fn=case_770, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2554 sample 2 result values", fn=case_773, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 2 result indices", fn=case_771, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2554 sample 2 result indices", fn=case_774, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 3 result values", fn=case_772, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2554 sample 3 result values", fn=case_775, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2551 sample 3 result indices", fn=case_773, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2554 sample 3 result indices", fn=case_776, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2569 sample 0", fn=case_774, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2572 sample 0", fn=case_777, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2569 sample 1", fn=case_775, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2572 sample 1", fn=case_778, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2569 sample 2", fn=case_776, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2572 sample 2", fn=case_779, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2594 sample 0", fn=case_777, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2597 sample 0", fn=case_780, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2594 sample 1", fn=case_778, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2597 sample 1", fn=case_781, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2594 sample 2", fn=case_779, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2597 sample 2", fn=case_782, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2594 sample 3", fn=case_780, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2597 sample 3", fn=case_783, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2594 sample 4", fn=case_781, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2597 sample 4", fn=case_784, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2621 sample 0", fn=case_782, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2624 sample 0", fn=case_785, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2621 sample 1", fn=case_783, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2624 sample 1", fn=case_786, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2621 sample 2", fn=case_784, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2624 sample 2", fn=case_787, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2621 sample 3", fn=case_785, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2624 sample 3", fn=case_788, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2621 sample 4", fn=case_786, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2624 sample 4", fn=case_789, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2645 sample 0", fn=case_787, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2648 sample 0", fn=case_790, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2645 sample 1", fn=case_788, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2648 sample 1", fn=case_791, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2645 sample 2", fn=case_789, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2648 sample 2", fn=case_792, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2645 sample 3", fn=case_790, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2648 sample 3", fn=case_793, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2679 sample 0", fn=case_791, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2682 sample 0", fn=case_794, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2679 sample 1", fn=case_792, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2682 sample 1", fn=case_795, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2679 sample 2", fn=case_793, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2682 sample 2", fn=case_796, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2679 sample 3", fn=case_794, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2682 sample 3", fn=case_797, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2679 sample 4", fn=case_795, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2682 sample 4", fn=case_798, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2679 sample 5", fn=case_796, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2682 sample 5", fn=case_799, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2712 sample 0", fn=case_797, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2715 sample 0", fn=case_800, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2712 sample 1", fn=case_798, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2715 sample 1", fn=case_801, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2743 sample 0", fn=case_799, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2746 sample 0", fn=case_802, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2743 sample 1", fn=case_800, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2746 sample 1", fn=case_803, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2912 sample 0", fn=case_801, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2915 sample 0", fn=case_804, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2912 sample 1", fn=case_802, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2915 sample 1", fn=case_805, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2912 sample 2", fn=case_803, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2915 sample 2", fn=case_806, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2912 sample 3", fn=case_804, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2912 sample 4", fn=case_805, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2912 sample 5", fn=case_806, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2912 sample 6", fn=case_807, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2932 sample 0", fn=case_808, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2932 sample 1", fn=case_809, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2932 sample 2", fn=case_810, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2932 sample 3", fn=case_811, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2915 sample 3", fn=case_807, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2932 sample 4", fn=case_812, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2915 sample 4", fn=case_808, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2932 sample 5", fn=case_813, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2915 sample 5", fn=case_809, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2932 sample 6", fn=case_814, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2915 sample 6", fn=case_810, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2952 sample 0", fn=case_815, tensors=["grad_output", "output"],
+    dict(op="log_softmax.int", where="ops.yaml:2935 sample 0", fn=case_811, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2935 sample 1", fn=case_812, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2935 sample 2", fn=case_813, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2935 sample 3", fn=case_814, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2935 sample 4", fn=case_815, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2935 sample 5", fn=case_816, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2935 sample 6", fn=case_817, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2955 sample 0", fn=case_818, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2952 sample 1", fn=case_816, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2955 sample 1", fn=case_819, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2952 sample 2", fn=case_817, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2955 sample 2", fn=case_820, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2969 sample 0", fn=case_818, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2972 sample 0", fn=case_821, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2969 sample 1", fn=case_819, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2972 sample 1", fn=case_822, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2969 sample 2", fn=case_820, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2972 sample 2", fn=case_823, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:3008 sample 0", fn=case_821, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3011 sample 0", fn=case_824, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3008 sample 1", fn=case_822, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3011 sample 1", fn=case_825, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3008 sample 2", fn=case_823, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3011 sample 2", fn=case_826, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3008 sample 3", fn=case_824, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3011 sample 3", fn=case_827, tensors=["input"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3008 sample 4", fn=case_825, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3011 sample 4", fn=case_828, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:3022 sample 0", fn=case_826, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3025 sample 0", fn=case_829, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3022 sample 1", fn=case_827, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3025 sample 1", fn=case_830, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3022 sample 2", fn=case_828, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3025 sample 2", fn=case_831, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3022 sample 3", fn=case_829, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3025 sample 3", fn=case_832, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3022 sample 4", fn=case_830, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3025 sample 4", fn=case_833, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3037 sample 0", fn=case_831, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3040 sample 0", fn=case_834, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3037 sample 1", fn=case_832, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3040 sample 1", fn=case_835, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3037 sample 2", fn=case_833, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3040 sample 2", fn=case_836, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3037 sample 3", fn=case_834, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3040 sample 3", fn=case_837, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3037 sample 4", fn=case_835, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3040 sample 4", fn=case_838, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 0", fn=case_836, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3055 sample 0", fn=case_839, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 1", fn=case_837, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3055 sample 1", fn=case_840, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 2", fn=case_838, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3055 sample 2", fn=case_841, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 3", fn=case_839, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3055 sample 3", fn=case_842, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 4", fn=case_840, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3055 sample 4", fn=case_843, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3052 sample 5", fn=case_841, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3055 sample 5", fn=case_844, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3068 sample 0", fn=case_842, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3071 sample 0", fn=case_845, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3068 sample 1", fn=case_843, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3071 sample 1", fn=case_846, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3068 sample 2", fn=case_844, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3071 sample 2", fn=case_847, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3068 sample 3", fn=case_845, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3071 sample 3", fn=case_848, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3068 sample 4", fn=case_846, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3071 sample 4", fn=case_849, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3085 sample 0", fn=case_847, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3088 sample 0", fn=case_850, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3085 sample 1", fn=case_848, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3088 sample 1", fn=case_851, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3085 sample 2", fn=case_849, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3088 sample 2", fn=case_852, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3085 sample 3", fn=case_850, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3088 sample 3", fn=case_853, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 0", fn=case_851, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3103 sample 0", fn=case_854, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 1", fn=case_852, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3103 sample 1", fn=case_855, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 2", fn=case_853, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3103 sample 2", fn=case_856, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 3", fn=case_854, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3103 sample 3", fn=case_857, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 4", fn=case_855, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3103 sample 4", fn=case_858, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3100 sample 5", fn=case_856, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3103 sample 5", fn=case_859, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 0", fn=case_857, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3119 sample 0", fn=case_860, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 1", fn=case_858, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3119 sample 1", fn=case_861, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 2", fn=case_859, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3119 sample 2", fn=case_862, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 3", fn=case_860, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3119 sample 3", fn=case_863, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 4", fn=case_861, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3119 sample 4", fn=case_864, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3116 sample 5", fn=case_862, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3119 sample 5", fn=case_865, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3139 sample 0", fn=case_863, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3142 sample 0", fn=case_866, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3139 sample 1", fn=case_864, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3142 sample 1", fn=case_867, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3139 sample 2", fn=case_865, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3142 sample 2", fn=case_868, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3139 sample 3", fn=case_866, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3142 sample 3", fn=case_869, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3139 sample 4", fn=case_867, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3142 sample 4", fn=case_870, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3139 sample 5", fn=case_868, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3142 sample 5", fn=case_871, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 0", fn=case_869, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 0", fn=case_872, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 1", fn=case_870, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 1", fn=case_873, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 2", fn=case_871, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 2", fn=case_874, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 3", fn=case_872, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 3", fn=case_875, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 4", fn=case_873, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 4", fn=case_876, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 5", fn=case_874, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 5", fn=case_877, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 6", fn=case_875, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 6", fn=case_878, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 7", fn=case_876, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 7", fn=case_879, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 8", fn=case_877, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 8", fn=case_880, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 9", fn=case_878, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 9", fn=case_881, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 10", fn=case_879, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 10", fn=case_882, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3162 sample 11", fn=case_880, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3165 sample 11", fn=case_883, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 0", fn=case_881, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3191 sample 0", fn=case_884, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 1", fn=case_882, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3191 sample 1", fn=case_885, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 2", fn=case_883, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3191 sample 2", fn=case_886, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 3", fn=case_884, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3191 sample 3", fn=case_887, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 4", fn=case_885, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3191 sample 4", fn=case_888, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 5", fn=case_886, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3191 sample 5", fn=case_889, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3188 sample 6", fn=case_887, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3191 sample 6", fn=case_890, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 0", fn=case_888, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3230 sample 0", fn=case_891, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 1", fn=case_889, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3230 sample 1", fn=case_892, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 2", fn=case_890, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3230 sample 2", fn=case_893, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 3", fn=case_891, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3230 sample 3", fn=case_894, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 4", fn=case_892, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3230 sample 4", fn=case_895, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 5", fn=case_893, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3230 sample 5", fn=case_896, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3227 sample 6", fn=case_894, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3230 sample 6", fn=case_897, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 0 result output", fn=case_895, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3258 sample 0 result output", fn=case_898, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 0 result attn", fn=case_896, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3258 sample 0 result attn", fn=case_899, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 1 result output", fn=case_897, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3258 sample 1 result output", fn=case_900, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 1 result attn", fn=case_898, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3258 sample 1 result attn", fn=case_901, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 2 result output", fn=case_899, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3258 sample 2 result output", fn=case_902, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 2 result attn", fn=case_900, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3258 sample 2 result attn", fn=case_903, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 3 result output", fn=case_901, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3258 sample 3 result output", fn=case_904, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3255 sample 3 result attn", fn=case_902, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3258 sample 3 result attn", fn=case_905, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3285 sample 0", fn=case_903, tensors=[],
+    dict(op="empty", where="ops.yaml:3288 sample 0", fn=case_906, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3285 sample 1", fn=case_904, tensors=[],
+    dict(op="empty", where="ops.yaml:3288 sample 1", fn=case_907, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3285 sample 2", fn=case_905, tensors=[],
+    dict(op="empty", where="ops.yaml:3288 sample 2", fn=case_908, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3292 sample 0", fn=case_906, tensors=[],
+    dict(op="zeros", where="ops.yaml:3295 sample 0", fn=case_909, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3300 sample 0", fn=case_907, tensors=[],
+    dict(op="ones", where="ops.yaml:3303 sample 0", fn=case_910, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3315 sample 0", fn=case_908, tensors=[],
+    dict(op="full", where="ops.yaml:3318 sample 0", fn=case_911, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3315 sample 1", fn=case_909, tensors=[],
+    dict(op="full", where="ops.yaml:3318 sample 1", fn=case_912, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3315 sample 2", fn=case_910, tensors=[],
+    dict(op="full", where="ops.yaml:3318 sample 2", fn=case_913, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3326 sample 0", fn=case_911, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3329 sample 0", fn=case_914, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3326 sample 1", fn=case_912, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3329 sample 1", fn=case_915, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3326 sample 2", fn=case_913, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3329 sample 2", fn=case_916, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3346 sample 0", fn=case_914, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3349 sample 0", fn=case_917, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3346 sample 1", fn=case_915, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3349 sample 1", fn=case_918, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3346 sample 2", fn=case_916, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3349 sample 2", fn=case_919, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3346 sample 3", fn=case_917, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3349 sample 3", fn=case_920, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3358 sample 0", fn=case_918, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3361 sample 0", fn=case_921, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3358 sample 1", fn=case_919, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3361 sample 1", fn=case_922, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3358 sample 2", fn=case_920, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3361 sample 2", fn=case_923, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3363 sample 0", fn=case_921, tensors=[],
+    dict(op="arange", where="ops.yaml:3366 sample 0", fn=case_924, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3378 sample 0", fn=case_922, tensors=[],
+    dict(op="linspace", where="ops.yaml:3381 sample 0", fn=case_925, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3378 sample 1", fn=case_923, tensors=[],
+    dict(op="linspace", where="ops.yaml:3381 sample 1", fn=case_926, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3378 sample 2", fn=case_924, tensors=[],
+    dict(op="linspace", where="ops.yaml:3381 sample 2", fn=case_927, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3390 sample 0", fn=case_925, tensors=[],
+    dict(op="eye", where="ops.yaml:3393 sample 0", fn=case_928, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3390 sample 1", fn=case_926, tensors=[],
+    dict(op="eye", where="ops.yaml:3393 sample 1", fn=case_929, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3401 sample 0", fn=case_927, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3404 sample 0", fn=case_930, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3401 sample 1", fn=case_928, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3404 sample 1", fn=case_931, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3405 sample 0", fn=case_929, tensors=[],
+    dict(op="rand", where="ops.yaml:3408 sample 0", fn=case_932, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3416 sample 0", fn=case_930, tensors=[],
+    dict(op="randn", where="ops.yaml:3419 sample 0", fn=case_933, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3433 sample 0", fn=case_931, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3436 sample 0", fn=case_934, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3433 sample 1", fn=case_932, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3436 sample 1", fn=case_935, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3443 sample 0", fn=case_933, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3446 sample 0", fn=case_936, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3443 sample 1", fn=case_934, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3446 sample 1", fn=case_937, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3454 sample 0", fn=case_935, tensors=[],
+    dict(op="randint", where="ops.yaml:3457 sample 0", fn=case_938, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3454 sample 1", fn=case_936, tensors=[],
+    dict(op="randint", where="ops.yaml:3457 sample 1", fn=case_939, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3465 sample 0", fn=case_937, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3468 sample 0", fn=case_940, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3475 sample 0", fn=case_938, tensors=[],
+    dict(op="randperm", where="ops.yaml:3478 sample 0", fn=case_941, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3475 sample 1", fn=case_939, tensors=[],
+    dict(op="randperm", where="ops.yaml:3478 sample 1", fn=case_942, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3492 sample 0", fn=case_940, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3495 sample 0", fn=case_943, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3492 sample 1", fn=case_941, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3495 sample 1", fn=case_944, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3492 sample 2", fn=case_942, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3495 sample 2", fn=case_945, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3503 sample 0", fn=case_943, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3506 sample 0", fn=case_946, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3503 sample 1", fn=case_944, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3506 sample 1", fn=case_947, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3503 sample 2", fn=case_945, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3506 sample 2", fn=case_948, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3515 sample 0", fn=case_946, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3518 sample 0", fn=case_949, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3515 sample 1", fn=case_947, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3518 sample 1", fn=case_950, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3515 sample 2", fn=case_948, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3518 sample 2", fn=case_951, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3528 sample 0", fn=case_949, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3531 sample 0", fn=case_952, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3528 sample 1", fn=case_950, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3531 sample 1", fn=case_953, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3539 sample 0", fn=case_951, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3542 sample 0", fn=case_954, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3539 sample 1", fn=case_952, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3542 sample 1", fn=case_955, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],

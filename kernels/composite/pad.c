@@ -2,7 +2,9 @@
  * dimension backwards, as in PyTorch. Constant padding writes self into zeros with slice_backward
  * (whose gradient is the slice back) and, for a non-zero value, fills the border with where; a
  * negative pad crops with narrow. Reflect and replicate read self through index_select with a
- * computed index along each padded dimension, so the gradient accumulates with index_add. */
+ * computed index along each padded dimension, so the gradient accumulates with index_add; a
+ * negative pad there drops positions from the index, and the other side still reflects (or
+ * repeats) self's own edge, as in PyTorch. */
 #include <string.h>
 
 #include "internal.h"
@@ -87,11 +89,6 @@ yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len, const char *
                             "pad: padding (%lld, %lld) of dim %d (size %lld) gives a negative "
                             "or overflowing size",
                             (long long)l, (long long)r, d, (long long)n);
-        if (!constant && (l < 0 || r < 0))
-            return yt__fail(YT_ERR_VALUE,
-                            "pad: mode '%s' needs non-negative padding, got (%lld, "
-                            "%lld) for dim %d",
-                            mode, (long long)l, (long long)r, d);
         if (reflect && (l >= n || r >= n))
             return yt__fail(YT_ERR_VALUE,
                             "pad: reflect padding (%lld, %lld) must be less than the size %lld "
