@@ -38,3 +38,14 @@ def load(ops: str, derivatives: str = "") -> list:
 
 def registry(ops: list) -> dict:
     return {op.schema.full_name: op for op in ops}
+
+
+def cases_of(ops: list):
+    """The generated test cases of `ops` (a CaseBuilder that has taken each op in turn)."""
+    from cases import CaseBuilder
+    from lower import OpLowering
+
+    cb = CaseBuilder(None)
+    for op in ops:
+        cb.add_op(OpLowering(op, registry(ops)))
+    return cb

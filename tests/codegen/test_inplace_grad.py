@@ -5,9 +5,8 @@ grad, with the generated error case that checks it; parsing and its errors."""
 import re
 
 import pytest
-from helpers import load, registry, spec_error, yaml_text
+from helpers import cases_of, load, registry, spec_error, yaml_text
 
-from cases import CaseBuilder
 from lower import OpLowering
 
 OPS = yaml_text("""
@@ -74,10 +73,7 @@ def test_otherwise_a_self_that_requires_grad_is_refused_before_the_write():
 
 
 def test_the_refusal_gets_an_error_case_on_a_floating_sample():
-    ops = load(OPS, DERIVATIVES)
-    cb = CaseBuilder(None)
-    for op in ops:
-        cb.add_op(OpLowering(op, registry(ops)))
+    cb = cases_of(load(OPS, DERIVATIVES))
     cases = [e for e in cb.errors if e["code"] == "YT_ERR_STATE"]
     assert [e["op"] for e in cases] == ["floor_it"]
     case = cases[0]

@@ -5,7 +5,7 @@ the generator derives from it (gradcheck without that gradient, one refusal case
 import re
 
 import pytest
-from helpers import load, registry, spec_error, yaml_text
+from helpers import cases_of, load, registry, spec_error, yaml_text
 
 from cases import CaseBuilder
 from lower import OpLowering
@@ -85,10 +85,7 @@ def test_a_composite_refuses_before_calling_its_implementation():
 
 
 def test_cases_skip_the_gradient_and_check_the_refusal():
-    ops = load(OPS, DERIVATIVES)
-    cb = CaseBuilder(None)
-    for op in ops:
-        cb.add_op(OpLowering(op, registry(ops)))
+    cb = cases_of(load(OPS, DERIVATIVES))
     weigh = [c for c in cb.cases if c["op"] == "weigh"]
     assert [[t["no_grad"] for t in c["inputs"]] for c in weigh] == [[False], [False, True, True]]
     assert weigh[1]["differentiable"] == "true"
