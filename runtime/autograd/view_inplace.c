@@ -47,12 +47,19 @@ slices_of(slices *g, const yt_tensor *base, const yt_tensor *view)
     g->device = base->device;
 }
 
-/* A zeroed buffer with handles on the base's and the view's elements in it (new references). */
+/* A buffer with handles on the base's and the view's elements in it (new references). It is
+ * zeroed unless `filled`: the caller then writes every base element, and only a base with gaps
+ * between its elements needs zeros in them. */
 static yt_status
-slices_buffer(const slices *g, yt_tensor **whole, yt_tensor **part)
+slices_buffer(const slices *g, bool filled, yt_tensor **whole, yt_tensor **part)
 {
     *whole = *part = NULL;
-    yt_tensor *buffer = yt_zeros_ex(&g->span, 1, g->dtype, g->device);
+    int64_t base_numel = 1;
+    for (int d = 0; d < g->base_dim; d++)
+        base_numel *= g->base_sizes[d];
+    yt_tensor *buffer = filled && base_numel == g->span
+                            ? yt_empty_ex(&g->span, 1, g->dtype, g->device)
+                            : yt_zeros_ex(&g->span, 1, g->dtype, g->device);
     if (buffer == NULL)
         return yt__last_status();
     *whole = yt__view_of(buffer, g->base_dim, g->base_sizes, g->base_strides, g->base_offset);
@@ -94,7 +101,7 @@ copy_slices_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     yt_tensor *whole, *part, *fn_grad = NULL;
     yt_tensor **fn_out = calloc((size_t)fn->n_inputs, sizeof *fn_out);
     yt_status st = fn_out == NULL ? yt__fail_status(YT_ERR_NOMEM, "backward: out of memory")
-                                  : slices_buffer(&node->g, &whole, &part);
+                                  : slices_buffer(&node->g, true, &whole, &part);
     if (st != YT_OK) {
         free(fn_out);
         return st;
@@ -172,7 +179,7 @@ view_of_base_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     if (!node->base.needs_grad[0])
         return YT_OK;
     yt_tensor *whole, *part;
-    yt_status st = slices_buffer(&node->g, &whole, &part);
+    yt_status st = slices_buffer(&node->g, false, &whole, &part);
     if (st == YT_OK)
         st = yt__copy_into(part, grads[0]);
     if (st == YT_OK)
