@@ -625,15 +625,21 @@ class OpLowering:
                    "write a yt_detach() of it, or turn grad mode off")
         return False
 
-    def casts(self, b: Body):
+    def casts(self, b: Body, variant: str):
         """Pointwise: promoted tensors are converted to compute_dtype before the loop; so is the
-        lone tensor of an op whose integral inputs compute in floating point (sqrt of an i64)."""
+        lone tensor of an op whose integral inputs compute in floating point (sqrt of an i64), and
+        `converts:` tensors, checked as Scalars."""
         casted = [n for n in self.op.promote if self.s.arg(n).kind == "tensor"]
         if not casted and self.op.impl == "pointwise" and self.op.result_dtype == "floating":
             casted = [self.tensors[0]]
         for t in casted:
             none = f"{t} == NULL || " if self.s.arg(t).optional else ""  # an absent Tensor? stays NULL
             b(f"yt_tensor *{t}_k = {none}{t}->dtype == compute_dtype ? {t} : yt__cast_copy({t}, compute_dtype);")
+        for t in self.op.converts:  # read as a Scalar: checked like one
+            none = f"{t} == NULL || " if self.s.arg(t).optional else ""
+            b(f"yt_tensor *{t}_k = {none}{t}->dtype == compute_dtype ? {t} : "
+              f'yt__convert_0d({t}, compute_dtype, "{self.msg_name(variant)}", "{t}");')
+            casted.append(t)
         if casted:
             failed = [f"({t} != NULL && {t}_k == NULL)" if self.s.arg(t).optional else f"{t}_k == NULL"
                       for t in casted]
@@ -710,7 +716,7 @@ class OpLowering:
         self.device_lines(b)
         self.kernel_lookup(b, "function")
         rec = self.recording_line(b)
-        casted = self.casts(b) if op.impl == "pointwise" else []
+        casted = self.casts(b, "function") if op.impl == "pointwise" else []
         b(f'yt_tensor *result = yt__empty_named("{self.msg_name("function")}", &result_shape, result_dtype, result_device);')
         b(f"yt_status status = result == NULL ? yt_errcode() : kernel({self.kernel_call_args('result', casted)});")
         for t in casted:
@@ -896,7 +902,7 @@ class OpLowering:
                    f"{name}: out= variants do not support autograd, but an argument requires grad")
         b(f'if (yt__check_out(out, &result_shape, result_dtype, result_device, "{name}", "out") != YT_OK)')
         b("    return yt_errcode();")
-        casted = self.casts(b) if self.op.impl == "pointwise" else []
+        casted = self.casts(b, "out") if self.op.impl == "pointwise" else []
         self.write_target(b, "out", "out", casted)
         b("if (status == YT_OK)")
         b("    yt__bump_version(out);")
@@ -921,7 +927,7 @@ class OpLowering:
         if rec or overwrite:
             b(f'if (recording && yt__check_inplace(self, "{name}") != YT_OK)')
             b("    return yt_errcode();")
-        casted = self.casts(b)
+        casted = self.casts(b, "inplace")
         if rec and uses_self:
             b("/* the backward formulas read self's value before this write: keep a copy */")
             b("yt_tensor *self_before = recording ? yt__snapshot(self) : self;")

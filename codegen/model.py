@@ -157,6 +157,9 @@ class Op:
     choices: dict = field(default_factory=dict)  # str argument -> its allowed values (ops.yaml `choices:`)
     # An op taking a Generator whose samples draw no random numbers: compared with PyTorch anyway.
     deterministic_samples: bool = False
+    # 0-d tensor arguments read as Scalars: converted to the compute dtype, checked for overflow
+    # (ops.yaml `converts:`; masked_fill's value)
+    converts: list = field(default_factory=list)
     # C name: the YAML name, plus the overload only where an earlier entry took the bare name
     # (add.Tensor -> add, add.Scalar -> add_scalar). Set by parse_ops.
     c_name: str = ""

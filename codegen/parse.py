@@ -205,7 +205,7 @@ def parse_schema(text: str, loc: Loc) -> Schema:
 
 # ---------------------------------------------------------------- ops.yaml
 
-OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "result_dtype",
+OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "converts", "result_dtype",
            "dims", "choices", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "deterministic_samples", "torch", "doc"]
 DOMAINS = ["positive", "nonzero", "unit"]
 
@@ -359,6 +359,13 @@ def parse_op(node: Node) -> Op:
     broadcast = _names_list(e, "broadcast", schema)
     promote = _names_list(e, "promote", schema, kinds=("tensor", "tensorlist", "scalar"))
     same_dtype = _names_list(e, "same_dtype", schema, kinds=("tensor", "tensorlist"))
+    converts = _names_list(e, "converts", schema)
+    for n in converts:
+        if n in promote or n in same_dtype:
+            raise SpecError(e["converts"].loc, f"{fn}: '{n}' is converted to the compute dtype, so it cannot also "
+                            "be in promote or same_dtype")
+        if impl != "pointwise":
+            raise SpecError(e["converts"].loc, f"{fn}: converts is for pointwise ops")
     if any(schema.arg(n).kind == "tensorlist" for n in promote) and \
             len([n for n in promote if schema.arg(n).kind != "scalar"]) > 1:
         raise SpecError(e["promote"].loc, f"{fn}: a Tensor[] in 'promote' must be its only tensor entry")
@@ -436,7 +443,7 @@ def parse_op(node: Node) -> Op:
               promote=promote, same_dtype=same_dtype, result_dtype=result_dtype, dims=dims, checks=checks,
               shape=shape, impl=impl, pointwise=pointwise, pointwise_loc=pointwise_loc, dispatch=dispatch,
               impl_fn=impl_fn, domain=domain, samples=samples, samples_loc=samples_loc, doc=doc,
-              torch_ref=torch_ref, choices=choices, deterministic_samples=deterministic)
+              torch_ref=torch_ref, choices=choices, deterministic_samples=deterministic, converts=converts)
 
 
 def _parse_choices(entry: dict, schema: Schema) -> dict:

@@ -11332,9 +11332,6 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
     if (value->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "masked_fill: value is on %s but self is on %s",
                         yt_device_name(value->device), yt_device_name(self->device));
-    if (value->dtype != self->dtype)
-        return yt__fail(YT_ERR_DTYPE, "masked_fill: value has dtype %s but self has dtype %s",
-                        yt_dtype_name(value->dtype), yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = compute_dtype;
     if (!(value->dim == 0))
@@ -11352,8 +11349,16 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
                         yt_device_name(result_device));
     yt_tensor *const grad_inputs[2] = {self, value};
     bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *value_k = value->dtype == compute_dtype
+                             ? value
+                             : yt__convert_0d(value, compute_dtype, "masked_fill", "value");
+    if (value_k == NULL) {
+        yt__release_cast(value_k, value);
+        return NULL;
+    }
     yt_tensor *result = yt__empty_named("masked_fill", &result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mask, value);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mask, value_k);
+    yt__release_cast(value_k, value);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -11385,10 +11390,6 @@ yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
     if (value->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "masked_fill_: value is on %s but self is on %s",
                                yt_device_name(value->device), yt_device_name(self->device));
-    if (value->dtype != self->dtype)
-        return yt__fail_status(YT_ERR_DTYPE,
-                               "masked_fill_: value has dtype %s but self has dtype %s",
-                               yt_dtype_name(value->dtype), yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = compute_dtype;
     if (!(value->dim == 0))
@@ -11412,11 +11413,19 @@ yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
     bool recording = yt__any_requires_grad(2, grad_inputs);
     if (recording && yt__check_inplace(self, "masked_fill_") != YT_OK)
         return yt_errcode();
-    yt_tensor *const read[2] = {mask, value};
+    yt_tensor *value_k = value->dtype == compute_dtype
+                             ? value
+                             : yt__convert_0d(value, compute_dtype, "masked_fill_", "value");
+    if (value_k == NULL) {
+        yt__release_cast(value_k, value);
+        return yt_errcode();
+    }
+    yt_tensor *const read[2] = {mask, value_k};
     yt_tensor *target = self->dtype == result_dtype && !yt__writes_over_inputs(self, 2, read, true)
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mask, value);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mask, value_k);
+    yt__release_cast(value_k, value);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);

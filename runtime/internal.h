@@ -560,6 +560,12 @@ YT_INTERNAL yt__philox_stream yt__generator_stream(yt_generator *gen, uint64_t n
 YT_INTERNAL yt_tensor *yt__null_arg(const char *op, const char *arg);
 /* The same for functions returning yt_status: the recorded (or new) error code. */
 YT_INTERNAL yt_status yt__null_status(const char *op, const char *arg);
+/* A copy of the one-element tensor `t` (a `converts:` argument of ops.yaml) in `dtype`, when its
+ * value converts without overflow as a Scalar would (PyTorch reads such a tensor as one:
+ * masked_fill's value); else NULL with YT_ERR_VALUE naming op and argument `name`. Defined with
+ * the Scalar rules, in kernels/cpu/pointwise_math.c. */
+YT_INTERNAL yt_tensor *yt__convert_0d(yt_tensor *t, yt_dtype dtype, const char *op,
+                                      const char *name);
 /* The same for a NULL element `index` of a Tensor[] argument: "OP: ARG[INDEX] is NULL". */
 YT_INTERNAL yt_tensor *yt__null_elem(const char *op, const char *arg, int index);
 YT_INTERNAL yt_status yt__null_elem_status(const char *op, const char *arg, int index);

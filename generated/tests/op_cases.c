@@ -9472,106 +9472,104 @@ inplace_masked_fill_tensor_1005(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_fill_tensor_1006(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_1006(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_masked_fill_tensor_1007(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_1007(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-error_masked_fill_tensor_1008(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_sum_1009(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_sum_1010(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_sum_1011(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_sum_1012(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_sum_dim_1013(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dim[] = {1};
-    return yt_sum_dim_ex(inputs[0], dim, 1, false, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-out_sum_dim_1014(yt_tensor *const *inputs, void *ctx)
-{
-    static const int64_t dim[] = {1};
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_sum_dim_ex_out(out, inputs[0], dim, 1, false, YT_DTYPE_NONE) != YT_OK) {
-        yt_release(out);
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
         return NULL;
     }
-    return out;
+    return copy;
 }
 
 static yt_tensor *
-call_sum_dim_1015(yt_tensor *const *inputs, void *ctx)
+call_masked_fill_tensor_1008(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t dim[] = {0, 2};
-    return yt_sum_dim_ex(inputs[0], dim, 2, true, YT_DTYPE_NONE);
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_sum_dim_1016(yt_tensor *const *inputs, void *ctx)
+inplace_masked_fill_tensor_1009(yt_tensor *const *inputs, void *ctx)
 {
-    static const int64_t dim[] = {0, 2};
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_sum_dim_ex_out(out, inputs[0], dim, 2, true, YT_DTYPE_NONE) != YT_OK) {
-        yt_release(out);
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
         return NULL;
     }
-    return out;
+    return copy;
+}
+
+static yt_tensor *
+error_masked_fill_tensor_1010(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_masked_fill_tensor_1011(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_masked_fill_tensor_1012(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_sum_1013(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_sum_1014(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_sum_1015(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_sum_1016(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_sum_dim_1017(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t dim[] = {-1};
+    static const int64_t dim[] = {1};
     return yt_sum_dim_ex(inputs[0], dim, 1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 out_sum_dim_1018(yt_tensor *const *inputs, void *ctx)
 {
-    static const int64_t dim[] = {-1};
+    static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sum_dim_ex_out(out, inputs[0], dim, 1, false, YT_DTYPE_NONE) != YT_OK) {
         yt_release(out);
@@ -9584,12 +9582,52 @@ static yt_tensor *
 call_sum_dim_1019(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_sum_dim_ex(inputs[0], dim, 2, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_sum_dim_1020(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0, 2};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sum_dim_ex_out(out, inputs[0], dim, 2, true, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sum_dim_1021(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {-1};
+    return yt_sum_dim_ex(inputs[0], dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_sum_dim_1022(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {-1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sum_dim_ex_out(out, inputs[0], dim, 1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sum_dim_1023(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t dim[] = {0};
     return yt_sum_dim_ex(inputs[0], dim, 1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_sum_dim_1020(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_1024(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9601,7 +9639,7 @@ out_sum_dim_1020(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_dim_1021(yt_tensor *const *inputs, void *ctx)
+error_sum_dim_1025(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9609,42 +9647,42 @@ error_sum_dim_1021(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_1022(yt_tensor *const *inputs, void *ctx)
+call_mean_1026(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_1023(yt_tensor *const *inputs, void *ctx)
+call_mean_1027(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_1024(yt_tensor *const *inputs, void *ctx)
+call_mean_1028(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_1025(yt_tensor *const *inputs, void *ctx)
+call_mean_1029(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_mean_1026(yt_tensor *const *inputs, void *ctx)
+error_mean_1030(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_dim_1027(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9652,7 +9690,7 @@ call_mean_dim_1027(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1028(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9664,7 +9702,7 @@ out_mean_dim_1028(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1029(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9672,7 +9710,7 @@ call_mean_dim_1029(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1030(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9684,7 +9722,7 @@ out_mean_dim_1030(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9692,7 +9730,7 @@ call_mean_dim_1031(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1036(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9704,7 +9742,7 @@ out_mean_dim_1032(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_1037(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9712,7 +9750,7 @@ call_mean_dim_1033(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_1038(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9724,7 +9762,7 @@ out_mean_dim_1034(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_1039(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9732,7 +9770,7 @@ error_mean_dim_1035(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_1036(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_1040(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9740,7 +9778,7 @@ error_mean_dim_1036(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1037(yt_tensor *const *inputs, void *ctx)
+call_amax_1041(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9748,7 +9786,7 @@ call_amax_1037(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_1038(yt_tensor *const *inputs, void *ctx)
+out_amax_1042(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9760,7 +9798,7 @@ out_amax_1038(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1039(yt_tensor *const *inputs, void *ctx)
+call_amax_1043(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9768,7 +9806,7 @@ call_amax_1039(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_1040(yt_tensor *const *inputs, void *ctx)
+out_amax_1044(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9780,14 +9818,14 @@ out_amax_1040(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_1041(yt_tensor *const *inputs, void *ctx)
+call_amax_1045(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amax_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amax_1042(yt_tensor *const *inputs, void *ctx)
+out_amax_1046(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amax_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -9798,7 +9836,7 @@ out_amax_1042(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amax_1043(yt_tensor *const *inputs, void *ctx)
+error_amax_1047(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9806,57 +9844,17 @@ error_amax_1043(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amin_1044(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dim[] = {1};
-    return yt_amin_ex(inputs[0], dim, 1, false);
-}
-
-static yt_tensor *
-out_amin_1045(yt_tensor *const *inputs, void *ctx)
-{
-    static const int64_t dim[] = {1};
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_amin_1046(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dim[] = {0, 2};
-    return yt_amin_ex(inputs[0], dim, 2, true);
-}
-
-static yt_tensor *
-out_amin_1047(yt_tensor *const *inputs, void *ctx)
-{
-    static const int64_t dim[] = {0, 2};
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 2, true) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
 call_amin_1048(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t dim[] = {0};
+    static const int64_t dim[] = {1};
     return yt_amin_ex(inputs[0], dim, 1, false);
 }
 
 static yt_tensor *
 out_amin_1049(yt_tensor *const *inputs, void *ctx)
 {
-    static const int64_t dim[] = {0};
+    static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
         yt_release(out);
@@ -9869,14 +9867,16 @@ static yt_tensor *
 call_amin_1050(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_amin_ex(inputs[0], NULL, 0, false);
+    static const int64_t dim[] = {0, 2};
+    return yt_amin_ex(inputs[0], dim, 2, true);
 }
 
 static yt_tensor *
 out_amin_1051(yt_tensor *const *inputs, void *ctx)
 {
+    static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 2, true) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -9887,12 +9887,50 @@ static yt_tensor *
 call_amin_1052(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t dim[] = {1};
+    static const int64_t dim[] = {0};
     return yt_amin_ex(inputs[0], dim, 1, false);
 }
 
 static yt_tensor *
 out_amin_1053(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_1054(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_amin_ex(inputs[0], NULL, 0, false);
+}
+
+static yt_tensor *
+out_amin_1055(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_1056(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_1057(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -9904,7 +9942,7 @@ out_amin_1053(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amin_1054(yt_tensor *const *inputs, void *ctx)
+error_amin_1058(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9912,107 +9950,45 @@ error_amin_1054(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_1055(yt_tensor *const *inputs, void *ctx)
+call_max_1059(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max(inputs[0]);
 }
 
 static yt_tensor *
-call_max_1056(yt_tensor *const *inputs, void *ctx)
+call_max_1060(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max(inputs[0]);
 }
 
 static yt_tensor *
-call_max_1057(yt_tensor *const *inputs, void *ctx)
+call_max_1061(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max(inputs[0]);
 }
 
 static yt_tensor *
-call_min_1058(yt_tensor *const *inputs, void *ctx)
+call_min_1062(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_min(inputs[0]);
 }
 
 static yt_tensor *
-call_min_1059(yt_tensor *const *inputs, void *ctx)
+call_min_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_min(inputs[0]);
 }
 
 static yt_tensor *
-call_min_1060(yt_tensor *const *inputs, void *ctx)
+call_min_1064(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_min(inputs[0]);
-}
-
-static yt_tensor *
-call_max_dim_values_1061(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-out_max_dim_values_1062(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
-        return NULL;
-    for (int i = 0; i < 2; i++) {
-        o[i] = yt_zeros_like(ref[i]);
-        yt_release(ref[i]);
-    }
-    yt_status st = o[0] == NULL || o[1] == NULL
-                       ? yt_errcode()
-                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
-    for (int i = 0; i < 2; i++)
-        if (i != 0 || st != YT_OK)
-            yt_release(o[i]);
-    return st == YT_OK ? o[0] : NULL;
-}
-
-static yt_tensor *
-call_max_dim_indices_1063(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
-out_max_dim_indices_1064(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
-        return NULL;
-    for (int i = 0; i < 2; i++) {
-        o[i] = yt_zeros_like(ref[i]);
-        yt_release(ref[i]);
-    }
-    yt_status st = o[0] == NULL || o[1] == NULL
-                       ? yt_errcode()
-                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
-    for (int i = 0; i < 2; i++)
-        if (i != 1 || st != YT_OK)
-            yt_release(o[i]);
-    return st == YT_OK ? o[1] : NULL;
 }
 
 static yt_tensor *
@@ -10020,7 +9996,7 @@ call_max_dim_values_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -10031,14 +10007,15 @@ out_max_dim_values_1066(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
         return NULL;
     for (int i = 0; i < 2; i++) {
         o[i] = yt_zeros_like(ref[i]);
         yt_release(ref[i]);
     }
-    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
-                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
     for (int i = 0; i < 2; i++)
         if (i != 0 || st != YT_OK)
             yt_release(o[i]);
@@ -10050,7 +10027,7 @@ call_max_dim_indices_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -10058,6 +10035,67 @@ call_max_dim_indices_1067(yt_tensor *const *inputs, void *ctx)
 
 static yt_tensor *
 out_max_dim_indices_1068(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_1069(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_1070(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_1071(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_1072(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10076,73 +10114,11 @@ out_max_dim_indices_1068(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_dim_values_1069(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-out_max_dim_values_1070(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
-        return NULL;
-    for (int i = 0; i < 2; i++) {
-        o[i] = yt_zeros_like(ref[i]);
-        yt_release(ref[i]);
-    }
-    yt_status st = o[0] == NULL || o[1] == NULL
-                       ? yt_errcode()
-                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
-    for (int i = 0; i < 2; i++)
-        if (i != 0 || st != YT_OK)
-            yt_release(o[i]);
-    return st == YT_OK ? o[0] : NULL;
-}
-
-static yt_tensor *
-call_max_dim_indices_1071(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
-out_max_dim_indices_1072(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
-        return NULL;
-    for (int i = 0; i < 2; i++) {
-        o[i] = yt_zeros_like(ref[i]);
-        yt_release(ref[i]);
-    }
-    yt_status st = o[0] == NULL || o[1] == NULL
-                       ? yt_errcode()
-                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
-    for (int i = 0; i < 2; i++)
-        if (i != 1 || st != YT_OK)
-            yt_release(o[i]);
-    return st == YT_OK ? o[1] : NULL;
-}
-
-static yt_tensor *
 call_max_dim_values_1073(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -10153,7 +10129,7 @@ out_max_dim_values_1074(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
         return NULL;
     for (int i = 0; i < 2; i++) {
         o[i] = yt_zeros_like(ref[i]);
@@ -10161,7 +10137,7 @@ out_max_dim_values_1074(yt_tensor *const *inputs, void *ctx)
     }
     yt_status st = o[0] == NULL || o[1] == NULL
                        ? yt_errcode()
-                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
     for (int i = 0; i < 2; i++)
         if (i != 0 || st != YT_OK)
             yt_release(o[i]);
@@ -10173,7 +10149,7 @@ call_max_dim_indices_1075(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -10184,7 +10160,7 @@ out_max_dim_indices_1076(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
         return NULL;
     for (int i = 0; i < 2; i++) {
         o[i] = yt_zeros_like(ref[i]);
@@ -10192,7 +10168,7 @@ out_max_dim_indices_1076(yt_tensor *const *inputs, void *ctx)
     }
     yt_status st = o[0] == NULL || o[1] == NULL
                        ? yt_errcode()
-                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
     for (int i = 0; i < 2; i++)
         if (i != 1 || st != YT_OK)
             yt_release(o[i]);
@@ -10262,7 +10238,69 @@ out_max_dim_indices_1080(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_dim_1081(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_1081(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_1082(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_1083(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_1084(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_max_dim_1085(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10273,73 +10311,11 @@ error_max_dim_1081(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1082(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-out_min_dim_values_1083(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
-        return NULL;
-    for (int i = 0; i < 2; i++) {
-        o[i] = yt_zeros_like(ref[i]);
-        yt_release(ref[i]);
-    }
-    yt_status st = o[0] == NULL || o[1] == NULL
-                       ? yt_errcode()
-                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
-    for (int i = 0; i < 2; i++)
-        if (i != 0 || st != YT_OK)
-            yt_release(o[i]);
-    return st == YT_OK ? o[0] : NULL;
-}
-
-static yt_tensor *
-call_min_dim_indices_1084(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
-out_min_dim_indices_1085(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
-        return NULL;
-    for (int i = 0; i < 2; i++) {
-        o[i] = yt_zeros_like(ref[i]);
-        yt_release(ref[i]);
-    }
-    yt_status st = o[0] == NULL || o[1] == NULL
-                       ? yt_errcode()
-                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
-    for (int i = 0; i < 2; i++)
-        if (i != 1 || st != YT_OK)
-            yt_release(o[i]);
-    return st == YT_OK ? o[1] : NULL;
-}
-
-static yt_tensor *
 call_min_dim_values_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -10350,14 +10326,15 @@ out_min_dim_values_1087(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
         return NULL;
     for (int i = 0; i < 2; i++) {
         o[i] = yt_zeros_like(ref[i]);
         yt_release(ref[i]);
     }
-    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
-                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
     for (int i = 0; i < 2; i++)
         if (i != 0 || st != YT_OK)
             yt_release(o[i]);
@@ -10369,7 +10346,7 @@ call_min_dim_indices_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -10377,6 +10354,67 @@ call_min_dim_indices_1088(yt_tensor *const *inputs, void *ctx)
 
 static yt_tensor *
 out_min_dim_indices_1089(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_1090(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_1091(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_1092(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10395,73 +10433,11 @@ out_min_dim_indices_1089(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_min_dim_values_1090(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-out_min_dim_values_1091(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
-        return NULL;
-    for (int i = 0; i < 2; i++) {
-        o[i] = yt_zeros_like(ref[i]);
-        yt_release(ref[i]);
-    }
-    yt_status st = o[0] == NULL || o[1] == NULL
-                       ? yt_errcode()
-                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
-    for (int i = 0; i < 2; i++)
-        if (i != 0 || st != YT_OK)
-            yt_release(o[i]);
-    return st == YT_OK ? o[0] : NULL;
-}
-
-static yt_tensor *
-call_min_dim_indices_1092(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
-out_min_dim_indices_1093(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
-        return NULL;
-    for (int i = 0; i < 2; i++) {
-        o[i] = yt_zeros_like(ref[i]);
-        yt_release(ref[i]);
-    }
-    yt_status st = o[0] == NULL || o[1] == NULL
-                       ? yt_errcode()
-                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
-    for (int i = 0; i < 2; i++)
-        if (i != 1 || st != YT_OK)
-            yt_release(o[i]);
-    return st == YT_OK ? o[1] : NULL;
-}
-
-static yt_tensor *
 call_min_dim_values_1094(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -10472,7 +10448,7 @@ out_min_dim_values_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
-    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
         return NULL;
     for (int i = 0; i < 2; i++) {
         o[i] = yt_zeros_like(ref[i]);
@@ -10480,7 +10456,7 @@ out_min_dim_values_1095(yt_tensor *const *inputs, void *ctx)
     }
     yt_status st = o[0] == NULL || o[1] == NULL
                        ? yt_errcode()
-                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
     for (int i = 0; i < 2; i++)
         if (i != 0 || st != YT_OK)
             yt_release(o[i]);
@@ -10492,7 +10468,7 @@ call_min_dim_indices_1096(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -10500,6 +10476,68 @@ call_min_dim_indices_1096(yt_tensor *const *inputs, void *ctx)
 
 static yt_tensor *
 out_min_dim_indices_1097(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_1098(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_1099(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_1100(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *ref[2], *o[2] = {NULL};
@@ -10519,7 +10557,7 @@ out_min_dim_indices_1097(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_min_dim_1098(yt_tensor *const *inputs, void *ctx)
+error_min_dim_1102(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -10530,53 +10568,17 @@ error_min_dim_1098(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_1099(yt_tensor *const *inputs, void *ctx)
+call_argmax_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmax_1100(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_argmax_1101(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_argmax_ex(inputs[0], 0, true);
-}
-
-static yt_tensor *
-out_argmax_1102(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_argmax_1103(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_argmax_ex(inputs[0], -1, false);
-}
-
-static yt_tensor *
 out_argmax_1104(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -10587,14 +10589,14 @@ static yt_tensor *
 call_argmax_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argmax_ex(inputs[0], YT_NONE, false);
+    return yt_argmax_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
 out_argmax_1106(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -10605,11 +10607,47 @@ static yt_tensor *
 call_argmax_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argmax_ex(inputs[0], 1, false);
+    return yt_argmax_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
 out_argmax_1108(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_1109(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmax_1110(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_1111(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_1112(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10620,21 +10658,21 @@ out_argmax_1108(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_argmax_1109(yt_tensor *const *inputs, void *ctx)
+error_argmax_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argmin_1110(yt_tensor *const *inputs, void *ctx)
+call_argmin_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmin_1111(yt_tensor *const *inputs, void *ctx)
+out_argmin_1115(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -10645,14 +10683,14 @@ out_argmin_1111(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1112(yt_tensor *const *inputs, void *ctx)
+call_argmin_1116(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_argmin_1113(yt_tensor *const *inputs, void *ctx)
+out_argmin_1117(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -10663,14 +10701,14 @@ out_argmin_1113(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1114(yt_tensor *const *inputs, void *ctx)
+call_argmin_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-out_argmin_1115(yt_tensor *const *inputs, void *ctx)
+out_argmin_1119(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
@@ -10681,14 +10719,14 @@ out_argmin_1115(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_1116(yt_tensor *const *inputs, void *ctx)
+call_argmin_1120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], YT_NONE, false);
 }
 
 static yt_tensor *
-out_argmin_1117(yt_tensor *const *inputs, void *ctx)
+out_argmin_1121(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
@@ -10699,49 +10737,49 @@ out_argmin_1117(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_argmin_1118(yt_tensor *const *inputs, void *ctx)
+error_argmin_1122(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_prod_1119(yt_tensor *const *inputs, void *ctx)
+call_prod_1123(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_prod_1120(yt_tensor *const *inputs, void *ctx)
+call_prod_1124(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_prod_1121(yt_tensor *const *inputs, void *ctx)
+call_prod_1125(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_prod_1122(yt_tensor *const *inputs, void *ctx)
+call_prod_1126(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_prod_dim_int_1123(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1127(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1124(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1128(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10752,14 +10790,14 @@ out_prod_dim_int_1124(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1125(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1126(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1130(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
@@ -10770,14 +10808,14 @@ out_prod_dim_int_1126(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1127(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1131(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1128(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1132(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10788,14 +10826,14 @@ out_prod_dim_int_1128(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_1129(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_1133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_1130(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_1134(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
@@ -10806,60 +10844,24 @@ out_prod_dim_int_1130(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_prod_dim_int_1131(yt_tensor *const *inputs, void *ctx)
+error_prod_dim_int_1135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_all_1132(yt_tensor *const *inputs, void *ctx)
+call_all_1136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all(inputs[0]);
 }
 
 static yt_tensor *
-call_all_1133(yt_tensor *const *inputs, void *ctx)
+call_all_1137(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all(inputs[0]);
-}
-
-static yt_tensor *
-call_all_dim_1134(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_all_dim_ex(inputs[0], 1, false);
-}
-
-static yt_tensor *
-out_all_dim_1135(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_all_dim_1136(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_all_dim_ex(inputs[0], 0, true);
-}
-
-static yt_tensor *
-out_all_dim_1137(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
@@ -10881,60 +10883,60 @@ out_all_dim_1139(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_all_dim_1140(yt_tensor *const *inputs, void *ctx)
+call_all_dim_1140(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_all_dim_1141(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_1142(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_1143(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_all_dim_1144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 7, false);
 }
 
 static yt_tensor *
-call_any_1141(yt_tensor *const *inputs, void *ctx)
+call_any_1145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any(inputs[0]);
 }
 
 static yt_tensor *
-call_any_1142(yt_tensor *const *inputs, void *ctx)
+call_any_1146(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any(inputs[0]);
-}
-
-static yt_tensor *
-call_any_dim_1143(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_any_dim_ex(inputs[0], 1, false);
-}
-
-static yt_tensor *
-out_any_dim_1144(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_any_dim_1145(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_any_dim_ex(inputs[0], 0, true);
-}
-
-static yt_tensor *
-out_any_dim_1146(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
@@ -10956,60 +10958,60 @@ out_any_dim_1148(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_any_dim_1149(yt_tensor *const *inputs, void *ctx)
+call_any_dim_1149(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_any_dim_1150(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1151(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1152(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_any_dim_1153(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 7, false);
 }
 
 static yt_tensor *
-call_cumsum_1150(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-out_cumsum_1151(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_cumsum_1152(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-out_cumsum_1153(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
 call_cumsum_1154(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 out_cumsum_1155(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -11020,14 +11022,14 @@ static yt_tensor *
 call_cumsum_1156(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 out_cumsum_1157(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -11053,42 +11055,46 @@ out_cumsum_1159(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_cumsum_1160(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1160(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1161(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1162(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1163(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_cumsum_1164(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_logsumexp_1161(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dim[] = {1};
-    return yt_logsumexp_ex(inputs[0], dim, 1, false);
-}
-
-static yt_tensor *
-call_logsumexp_1162(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dim[] = {0, 2};
-    return yt_logsumexp_ex(inputs[0], dim, 2, true);
-}
-
-static yt_tensor *
-call_logsumexp_1163(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dim[] = {0};
-    return yt_logsumexp_ex(inputs[0], dim, 1, false);
-}
-
-static yt_tensor *
-call_logsumexp_1164(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t dim[] = {1};
-    return yt_logsumexp_ex(inputs[0], dim, 1, false);
 }
 
 static yt_tensor *
@@ -11103,12 +11109,44 @@ static yt_tensor *
 call_logsumexp_1166(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_logsumexp_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+call_logsumexp_1167(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1168(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1169(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1170(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t dim[] = {0, 1};
     return yt_logsumexp_ex(inputs[0], dim, 2, false);
 }
 
 static yt_tensor *
-error_logsumexp_1167(yt_tensor *const *inputs, void *ctx)
+error_logsumexp_1171(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11116,7 +11154,7 @@ error_logsumexp_1167(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1168(yt_tensor *const *inputs, void *ctx)
+call_var_1172(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11124,7 +11162,7 @@ call_var_1168(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1169(yt_tensor *const *inputs, void *ctx)
+call_var_1173(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11132,7 +11170,7 @@ call_var_1169(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1170(yt_tensor *const *inputs, void *ctx)
+call_var_1174(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11140,14 +11178,14 @@ call_var_1170(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_1171(yt_tensor *const *inputs, void *ctx)
+call_var_1175(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
 }
 
 static yt_tensor *
-error_var_1172(yt_tensor *const *inputs, void *ctx)
+error_var_1176(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11155,7 +11193,7 @@ error_var_1172(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_var_1173(yt_tensor *const *inputs, void *ctx)
+error_var_1177(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11163,7 +11201,7 @@ error_var_1173(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1174(yt_tensor *const *inputs, void *ctx)
+call_std_1178(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11171,7 +11209,7 @@ call_std_1174(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1175(yt_tensor *const *inputs, void *ctx)
+call_std_1179(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11179,7 +11217,7 @@ call_std_1175(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_1176(yt_tensor *const *inputs, void *ctx)
+call_std_1180(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11187,7 +11225,7 @@ call_std_1176(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_std_1177(yt_tensor *const *inputs, void *ctx)
+error_std_1181(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11195,7 +11233,7 @@ error_std_1177(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_std_1178(yt_tensor *const *inputs, void *ctx)
+error_std_1182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -11203,7 +11241,7 @@ error_std_1178(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1179(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1183(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11211,7 +11249,7 @@ call_linalg_vector_norm_1179(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1180(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -11219,7 +11257,7 @@ call_linalg_vector_norm_1180(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1181(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1185(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -11227,21 +11265,21 @@ call_linalg_vector_norm_1181(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_1182(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1186(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1183(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1187(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1188(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -11249,47 +11287,11 @@ error_linalg_vector_norm_1184(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1185(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1189(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_mm_1186(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-out_mm_1187(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_mm_1188(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-out_mm_1189(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
@@ -11383,59 +11385,67 @@ out_mm_1199(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_1200(yt_tensor *const *inputs, void *ctx)
+call_mm_1200(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1201(yt_tensor *const *inputs, void *ctx)
+out_mm_1201(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_mm_1202(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1202(yt_tensor *const *inputs, void *ctx)
+out_mm_1203(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_mm_1204(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1203(yt_tensor *const *inputs, void *ctx)
+error_mm_1205(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1204(yt_tensor *const *inputs, void *ctx)
+error_mm_1206(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
+    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1205(yt_tensor *const *inputs, void *ctx)
+error_mm_1207(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1206(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1207(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
+    return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11495,60 +11505,52 @@ call_matmul_1215(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_1216(yt_tensor *const *inputs, void *ctx)
+call_matmul_1216(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1217(yt_tensor *const *inputs, void *ctx)
+call_matmul_1217(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1218(yt_tensor *const *inputs, void *ctx)
+call_matmul_1218(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_1219(yt_tensor *const *inputs, void *ctx)
+call_matmul_1219(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
+    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1220(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_bmm_1221(yt_tensor *const *inputs, void *ctx)
+error_matmul_1220(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
+    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1222(yt_tensor *const *inputs, void *ctx)
+error_matmul_1221(yt_tensor *const *inputs, void *ctx)
 {
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_1222(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11606,31 +11608,39 @@ out_bmm_1228(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_1229(yt_tensor *const *inputs, void *ctx)
+call_bmm_1229(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1230(yt_tensor *const *inputs, void *ctx)
+out_bmm_1230(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_1231(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1231(yt_tensor *const *inputs, void *ctx)
+out_bmm_1232(yt_tensor *const *inputs, void *ctx)
 {
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-error_bmm_1232(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
 }
 
 static yt_tensor *
@@ -11641,14 +11651,42 @@ error_bmm_1233(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1234(yt_tensor *const *inputs, void *ctx)
+error_bmm_1234(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_1235(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_1236(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_1237(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_1238(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_1235(yt_tensor *const *inputs, void *ctx)
+out_addmm_1239(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11660,48 +11698,10 @@ out_addmm_1235(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1236(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-out_addmm_1237(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_addmm_1238(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-out_addmm_1239(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
 call_addmm_1240(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -11709,7 +11709,7 @@ out_addmm_1241(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
-        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -11739,7 +11739,7 @@ static yt_tensor *
 call_addmm_1244(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(-3));
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
@@ -11747,7 +11747,7 @@ out_addmm_1245(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
-        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(-3)) != YT_OK) {
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -11774,31 +11774,41 @@ out_addmm_1247(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_1248(yt_tensor *const *inputs, void *ctx)
+call_addmm_1248(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(-3));
+}
+
+static yt_tensor *
+out_addmm_1249(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(-3)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_1250(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1249(yt_tensor *const *inputs, void *ctx)
+out_addmm_1251(yt_tensor *const *inputs, void *ctx)
 {
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_addmm_1250(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_addmm_1251(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
 }
 
 static yt_tensor *
@@ -11819,60 +11829,50 @@ static yt_tensor *
 error_addmm_1254(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_1255(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_1256(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_1257(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_1258(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
-}
-
-static yt_tensor *
-call_baddbmm_1255(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
-}
-
-static yt_tensor *
-out_baddbmm_1256(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
-                                         yt_int(2)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_baddbmm_1257(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-out_baddbmm_1258(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
 call_baddbmm_1259(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
 out_baddbmm_1260(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
+                                         yt_int(2)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -11921,11 +11921,49 @@ static yt_tensor *
 call_baddbmm_1265(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(0), yt_int(2));
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
 out_baddbmm_1266(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_1267(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_1268(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_1269(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(0), yt_int(2));
+}
+
+static yt_tensor *
+out_baddbmm_1270(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11934,34 +11972,6 @@ out_baddbmm_1266(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_baddbmm_1267(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1268(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1269(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1270(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -11996,140 +12006,140 @@ static yt_tensor *
 error_baddbmm_1275(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1276(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1277(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1278(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1279(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_1276(yt_tensor *const *inputs, void *ctx)
+call_dot_1280(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1277(yt_tensor *const *inputs, void *ctx)
+call_dot_1281(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1278(yt_tensor *const *inputs, void *ctx)
+call_dot_1282(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1279(yt_tensor *const *inputs, void *ctx)
+call_dot_1283(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1280(yt_tensor *const *inputs, void *ctx)
+error_dot_1284(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1281(yt_tensor *const *inputs, void *ctx)
+error_dot_1285(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1282(yt_tensor *const *inputs, void *ctx)
+error_dot_1286(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1283(yt_tensor *const *inputs, void *ctx)
+error_dot_1287(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1284(yt_tensor *const *inputs, void *ctx)
+call_outer_1288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1285(yt_tensor *const *inputs, void *ctx)
+call_outer_1289(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1286(yt_tensor *const *inputs, void *ctx)
+call_outer_1290(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1287(yt_tensor *const *inputs, void *ctx)
+call_outer_1291(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1288(yt_tensor *const *inputs, void *ctx)
+error_outer_1292(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1289(yt_tensor *const *inputs, void *ctx)
+error_outer_1293(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1290(yt_tensor *const *inputs, void *ctx)
+error_outer_1294(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_linear_1291(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_linear_1292(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_linear_1293(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-call_linear_1294(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -12157,21 +12167,21 @@ static yt_tensor *
 call_linear_1298(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 call_linear_1299(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 call_linear_1300(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -12185,39 +12195,39 @@ static yt_tensor *
 call_linear_1302(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_linear_1303(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_1304(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_1305(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_1306(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_linear_1304(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-error_linear_1305(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-error_linear_1306(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-error_linear_1307(yt_tensor *const *inputs, void *ctx)
+call_linear_1307(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
@@ -12227,172 +12237,200 @@ static yt_tensor *
 error_linear_1308(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1309(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1310(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1311(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1309(yt_tensor *const *inputs, void *ctx)
+error_linear_1312(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_mm_mat1_backward_1313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1310(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1311(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1315(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1312(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1313(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1317(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1314(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1318(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1315(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1319(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1316(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1320(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1317(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1318(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1319(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1320(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1321(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1322(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1323(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1324(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_t_1325(yt_tensor *const *inputs, void *ctx)
+call_t_1329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_1326(yt_tensor *const *inputs, void *ctx)
+call_t_1330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_1327(yt_tensor *const *inputs, void *ctx)
+error_t_1331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_1328(yt_tensor *const *inputs, void *ctx)
+call_transpose_1332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_1329(yt_tensor *const *inputs, void *ctx)
+call_transpose_1333(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_1330(yt_tensor *const *inputs, void *ctx)
+error_transpose_1334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_1331(yt_tensor *const *inputs, void *ctx)
+error_transpose_1335(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_1332(yt_tensor *const *inputs, void *ctx)
+call_permute_1336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -12400,7 +12438,7 @@ call_permute_1332(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1333(yt_tensor *const *inputs, void *ctx)
+error_permute_1337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12408,7 +12446,7 @@ error_permute_1333(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1334(yt_tensor *const *inputs, void *ctx)
+error_permute_1338(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12416,7 +12454,7 @@ error_permute_1334(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1335(yt_tensor *const *inputs, void *ctx)
+call_view_1339(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -12424,7 +12462,7 @@ call_view_1335(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1336(yt_tensor *const *inputs, void *ctx)
+call_view_1340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -12432,7 +12470,7 @@ call_view_1336(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1337(yt_tensor *const *inputs, void *ctx)
+call_reshape_1341(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -12440,7 +12478,7 @@ call_reshape_1337(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1338(yt_tensor *const *inputs, void *ctx)
+call_reshape_1342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -12448,7 +12486,7 @@ call_reshape_1338(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1339(yt_tensor *const *inputs, void *ctx)
+call_expand_1343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12456,7 +12494,7 @@ call_expand_1339(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1340(yt_tensor *const *inputs, void *ctx)
+call_expand_1344(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12464,168 +12502,168 @@ call_expand_1340(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1341(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1345(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1342(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1343(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1344(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1345(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1346(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1347(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1348(yt_tensor *const *inputs, void *ctx)
+call_slice_1352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1349(yt_tensor *const *inputs, void *ctx)
+call_slice_1353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1350(yt_tensor *const *inputs, void *ctx)
+error_slice_1354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1351(yt_tensor *const *inputs, void *ctx)
+error_slice_1355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1352(yt_tensor *const *inputs, void *ctx)
+call_select_1356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1353(yt_tensor *const *inputs, void *ctx)
+call_select_1357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1354(yt_tensor *const *inputs, void *ctx)
+error_select_1358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1355(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_flatten_1356(yt_tensor *const *inputs, void *ctx)
+call_flatten_1360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 2);
 }
 
 static yt_tensor *
-call_flatten_1357(yt_tensor *const *inputs, void *ctx)
+call_flatten_1361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-call_flatten_1358(yt_tensor *const *inputs, void *ctx)
+call_flatten_1362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-call_flatten_1359(yt_tensor *const *inputs, void *ctx)
+call_flatten_1363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_flatten_1360(yt_tensor *const *inputs, void *ctx)
+call_flatten_1364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-error_flatten_1361(yt_tensor *const *inputs, void *ctx)
+error_flatten_1365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 2, 1);
 }
 
 static yt_tensor *
-error_flatten_1362(yt_tensor *const *inputs, void *ctx)
+error_flatten_1366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 7, 2);
 }
 
 static yt_tensor *
-error_flatten_1363(yt_tensor *const *inputs, void *ctx)
+error_flatten_1367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 7);
 }
 
 static yt_tensor *
-call_unflatten_1364(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1368(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12633,7 +12671,7 @@ call_unflatten_1364(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1365(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {-1, 2};
@@ -12641,7 +12679,7 @@ call_unflatten_1365(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1366(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3, 2};
@@ -12649,7 +12687,7 @@ call_unflatten_1366(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1367(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1371(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {0, 5};
@@ -12657,7 +12695,7 @@ call_unflatten_1367(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1368(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {1};
@@ -12665,14 +12703,14 @@ error_unflatten_1368(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1369(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unflatten(inputs[0], 0, NULL, 0);
 }
 
 static yt_tensor *
-error_unflatten_1370(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1374(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12680,7 +12718,7 @@ error_unflatten_1370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1371(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12688,7 +12726,7 @@ call_broadcast_to_1371(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1372(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12696,7 +12734,7 @@ call_broadcast_to_1372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1373(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 5};
@@ -12704,7 +12742,7 @@ call_broadcast_to_1373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1374(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 0};
@@ -12712,56 +12750,56 @@ call_broadcast_to_1374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_narrow_1375(yt_tensor *const *inputs, void *ctx)
+call_narrow_1379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 1, 3);
 }
 
 static yt_tensor *
-call_narrow_1376(yt_tensor *const *inputs, void *ctx)
+call_narrow_1380(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, -3, 2);
 }
 
 static yt_tensor *
-call_narrow_1377(yt_tensor *const *inputs, void *ctx)
+call_narrow_1381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 2, 0);
 }
 
 static yt_tensor *
-call_narrow_1378(yt_tensor *const *inputs, void *ctx)
+call_narrow_1382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, 3, 0);
 }
 
 static yt_tensor *
-error_narrow_1379(yt_tensor *const *inputs, void *ctx)
+error_narrow_1383(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, 1);
 }
 
 static yt_tensor *
-error_narrow_1380(yt_tensor *const *inputs, void *ctx)
+error_narrow_1384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, -1);
 }
 
 static yt_tensor *
-error_narrow_1381(yt_tensor *const *inputs, void *ctx)
+error_narrow_1385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 7, 1, 3);
 }
 
 static yt_tensor *
-call_repeat_1382(yt_tensor *const *inputs, void *ctx)
+call_repeat_1386(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12769,7 +12807,7 @@ call_repeat_1382(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1383(yt_tensor *const *inputs, void *ctx)
+call_repeat_1387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 1, 2};
@@ -12777,7 +12815,7 @@ call_repeat_1383(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1384(yt_tensor *const *inputs, void *ctx)
+call_repeat_1388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {1, 3};
@@ -12785,7 +12823,7 @@ call_repeat_1384(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1385(yt_tensor *const *inputs, void *ctx)
+call_repeat_1389(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12793,7 +12831,7 @@ call_repeat_1385(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1386(yt_tensor *const *inputs, void *ctx)
+call_repeat_1390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {3};
@@ -12801,7 +12839,7 @@ call_repeat_1386(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1387(yt_tensor *const *inputs, void *ctx)
+call_repeat_1391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {0};
@@ -12809,7 +12847,7 @@ call_repeat_1387(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_repeat_1388(yt_tensor *const *inputs, void *ctx)
+error_repeat_1392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2};
@@ -12817,7 +12855,7 @@ error_repeat_1388(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1389(yt_tensor *const *inputs, void *ctx)
+call_flip_1393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12825,7 +12863,7 @@ call_flip_1389(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1390(yt_tensor *const *inputs, void *ctx)
+call_flip_1394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0, -1};
@@ -12833,7 +12871,7 @@ call_flip_1390(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1391(yt_tensor *const *inputs, void *ctx)
+call_flip_1395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -12841,7 +12879,7 @@ call_flip_1391(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1392(yt_tensor *const *inputs, void *ctx)
+call_flip_1396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -12849,53 +12887,18 @@ call_flip_1392(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1393(yt_tensor *const *inputs, void *ctx)
+call_flip_1397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flip(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_flip_1394(yt_tensor *const *inputs, void *ctx)
+error_flip_1398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
     return yt_flip(inputs[0], dims, 1);
-}
-
-static yt_tensor *
-call_roll_1395(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t shifts[] = {1};
-    static const int64_t dims[] = {1};
-    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
-}
-
-static yt_tensor *
-call_roll_1396(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t shifts[] = {-5};
-    return yt_roll_ex(inputs[0], shifts, 1, NULL, 0);
-}
-
-static yt_tensor *
-call_roll_1397(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t shifts[] = {1, 2};
-    static const int64_t dims[] = {0, 2};
-    return yt_roll_ex(inputs[0], shifts, 2, dims, 2);
-}
-
-static yt_tensor *
-call_roll_1398(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t shifts[] = {2};
-    static const int64_t dims[] = {0};
-    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
 }
 
 static yt_tensor *
@@ -12908,14 +12911,49 @@ call_roll_1399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_roll_1400(yt_tensor *const *inputs, void *ctx)
+call_roll_1400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {-5};
+    return yt_roll_ex(inputs[0], shifts, 1, NULL, 0);
+}
+
+static yt_tensor *
+call_roll_1401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1, 2};
+    static const int64_t dims[] = {0, 2};
+    return yt_roll_ex(inputs[0], shifts, 2, dims, 2);
+}
+
+static yt_tensor *
+call_roll_1402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {2};
+    static const int64_t dims[] = {0};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_1403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+error_roll_1404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
 }
 
 static yt_tensor *
-error_roll_1401(yt_tensor *const *inputs, void *ctx)
+error_roll_1405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12924,91 +12962,91 @@ error_roll_1401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tril_1402(yt_tensor *const *inputs, void *ctx)
+call_tril_1406(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_1403(yt_tensor *const *inputs, void *ctx)
+call_tril_1407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_tril_1404(yt_tensor *const *inputs, void *ctx)
+call_tril_1408(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_tril_1405(yt_tensor *const *inputs, void *ctx)
+call_tril_1409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_1406(yt_tensor *const *inputs, void *ctx)
+call_tril_1410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -7);
 }
 
 static yt_tensor *
-error_tril_1407(yt_tensor *const *inputs, void *ctx)
+error_tril_1411(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1408(yt_tensor *const *inputs, void *ctx)
+call_triu_1412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1409(yt_tensor *const *inputs, void *ctx)
+call_triu_1413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_triu_1410(yt_tensor *const *inputs, void *ctx)
+call_triu_1414(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_triu_1411(yt_tensor *const *inputs, void *ctx)
+call_triu_1415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1412(yt_tensor *const *inputs, void *ctx)
+call_triu_1416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 9);
 }
 
 static yt_tensor *
-error_triu_1413(yt_tensor *const *inputs, void *ctx)
+error_triu_1417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_pad_1414(yt_tensor *const *inputs, void *ctx)
+call_pad_1418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -13016,7 +13054,7 @@ call_pad_1414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1415(yt_tensor *const *inputs, void *ctx)
+call_pad_1419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 0, -1, 2};
@@ -13025,7 +13063,7 @@ call_pad_1415(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1416(yt_tensor *const *inputs, void *ctx)
+call_pad_1420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1, 1, 1};
@@ -13033,7 +13071,7 @@ call_pad_1416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1417(yt_tensor *const *inputs, void *ctx)
+call_pad_1421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 1};
@@ -13041,7 +13079,7 @@ call_pad_1417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1418(yt_tensor *const *inputs, void *ctx)
+call_pad_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1};
@@ -13049,7 +13087,7 @@ call_pad_1418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1419(yt_tensor *const *inputs, void *ctx)
+call_pad_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2, 3, 1};
@@ -13057,7 +13095,7 @@ call_pad_1419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1420(yt_tensor *const *inputs, void *ctx)
+call_pad_1424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 3};
@@ -13065,7 +13103,7 @@ call_pad_1420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1421(yt_tensor *const *inputs, void *ctx)
+call_pad_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -13073,7 +13111,7 @@ call_pad_1421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1422(yt_tensor *const *inputs, void *ctx)
+call_pad_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {-2, 1};
@@ -13081,7 +13119,7 @@ call_pad_1422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1423(yt_tensor *const *inputs, void *ctx)
+call_pad_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {-1, 1, 1, -1};
@@ -13089,7 +13127,7 @@ call_pad_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1424(yt_tensor *const *inputs, void *ctx)
+call_pad_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, -3};
@@ -13097,7 +13135,7 @@ call_pad_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pad_1425(yt_tensor *const *inputs, void *ctx)
+error_pad_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -13105,7 +13143,7 @@ error_pad_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1426(yt_tensor *const *inputs, void *ctx)
+call_cat_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13113,51 +13151,11 @@ call_cat_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1427(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_cat_1428(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
-    return yt_cat_ex(tensors, 3, -1);
-}
-
-static yt_tensor *
-out_cat_1429(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_cat_ex_out(out, tensors, 3, -1) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_cat_1430(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
-    return yt_cat_ex(tensors, 2, 1);
-}
-
-static yt_tensor *
 out_cat_1431(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 1) != YT_OK) {
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -13169,7 +13167,7 @@ call_cat_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
-    return yt_cat_ex(tensors, 3, 0);
+    return yt_cat_ex(tensors, 3, -1);
 }
 
 static yt_tensor *
@@ -13177,7 +13175,7 @@ out_cat_1433(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_cat_ex_out(out, tensors, 3, 0) != YT_OK) {
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, -1) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -13189,11 +13187,51 @@ call_cat_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
-    return yt_cat_ex(tensors, 2, 0);
+    return yt_cat_ex(tensors, 2, 1);
 }
 
 static yt_tensor *
 out_cat_1435(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, 0);
+}
+
+static yt_tensor *
+out_cat_1437(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_1439(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13205,7 +13243,7 @@ out_cat_1435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1436(yt_tensor *const *inputs, void *ctx)
+call_stack_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13213,7 +13251,7 @@ call_stack_1436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1437(yt_tensor *const *inputs, void *ctx)
+call_stack_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13221,7 +13259,7 @@ call_stack_1437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1438(yt_tensor *const *inputs, void *ctx)
+call_stack_1442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13229,7 +13267,7 @@ call_stack_1438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1439(yt_tensor *const *inputs, void *ctx)
+call_stack_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13237,7 +13275,7 @@ call_stack_1439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1440(yt_tensor *const *inputs, void *ctx)
+call_stack_1444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13268,7 +13306,7 @@ weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
 }
 
 static yt_tensor *
-call_split_1441(yt_tensor *const *inputs, void *ctx)
+call_split_1445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13278,7 +13316,7 @@ call_split_1441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1442(yt_tensor *const *inputs, void *ctx)
+error_split_1446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13287,7 +13325,7 @@ error_split_1442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1443(yt_tensor *const *inputs, void *ctx)
+call_split_1447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13297,7 +13335,7 @@ call_split_1443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1444(yt_tensor *const *inputs, void *ctx)
+error_split_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13306,7 +13344,7 @@ error_split_1444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1445(yt_tensor *const *inputs, void *ctx)
+call_split_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13316,7 +13354,7 @@ call_split_1445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1446(yt_tensor *const *inputs, void *ctx)
+error_split_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13325,7 +13363,7 @@ error_split_1446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1447(yt_tensor *const *inputs, void *ctx)
+call_split_1451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13335,7 +13373,7 @@ call_split_1447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1448(yt_tensor *const *inputs, void *ctx)
+error_split_1452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13344,7 +13382,7 @@ error_split_1448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1449(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13356,7 +13394,7 @@ call_split_with_sizes_1449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1450(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13366,7 +13404,7 @@ error_split_with_sizes_1450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1451(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13378,7 +13416,7 @@ call_split_with_sizes_1451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1452(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13388,7 +13426,7 @@ error_split_with_sizes_1452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13400,7 +13438,7 @@ call_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1454(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13410,7 +13448,7 @@ error_split_with_sizes_1454(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1455(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13422,7 +13460,7 @@ call_split_with_sizes_1455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1456(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13432,7 +13470,7 @@ error_split_with_sizes_1456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1457(yt_tensor *const *inputs, void *ctx)
+call_chunk_1461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13442,7 +13480,7 @@ call_chunk_1457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1458(yt_tensor *const *inputs, void *ctx)
+error_chunk_1462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13451,7 +13489,7 @@ error_chunk_1458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1459(yt_tensor *const *inputs, void *ctx)
+call_chunk_1463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13461,7 +13499,7 @@ call_chunk_1459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1460(yt_tensor *const *inputs, void *ctx)
+error_chunk_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13470,7 +13508,7 @@ error_chunk_1460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1461(yt_tensor *const *inputs, void *ctx)
+call_chunk_1465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13480,7 +13518,7 @@ call_chunk_1461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1462(yt_tensor *const *inputs, void *ctx)
+error_chunk_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13489,7 +13527,7 @@ error_chunk_1462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1463(yt_tensor *const *inputs, void *ctx)
+call_chunk_1467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13499,7 +13537,7 @@ call_chunk_1463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1464(yt_tensor *const *inputs, void *ctx)
+error_chunk_1468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13508,7 +13546,7 @@ error_chunk_1464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1465(yt_tensor *const *inputs, void *ctx)
+call_unbind_1469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13518,49 +13556,11 @@ call_unbind_1465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1466(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *pieces[1];
-    int64_t n = yt_unbind_ex(inputs[0], 0, pieces, 0);
-    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
-}
-
-static yt_tensor *
-call_unbind_1467(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *pieces[64];
-    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
-        return NULL; /* more pieces than the test holds */
-    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
-}
-
-static yt_tensor *
-error_unbind_1468(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *pieces[1];
-    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
-    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
-}
-
-static yt_tensor *
-call_unbind_1469(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *pieces[64];
-    if (yt_unbind_ex(inputs[0], -1, NULL, 0) > 64)
-        return NULL; /* more pieces than the test holds */
-    return weighted_pieces(yt_unbind_ex(inputs[0], -1, pieces, 64), pieces, inputs[0]);
-}
-
-static yt_tensor *
 error_unbind_1470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
-    int64_t n = yt_unbind_ex(inputs[0], -1, pieces, 0);
+    int64_t n = yt_unbind_ex(inputs[0], 0, pieces, 0);
     return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
 }
 
@@ -13584,53 +13584,55 @@ error_unbind_1472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1473(yt_tensor *const *inputs, void *ctx)
+call_unbind_1473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_select(inputs[0], 0, inputs[1]);
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], -1, pieces, 64), pieces, inputs[0]);
 }
 
 static yt_tensor *
-out_index_select_1474(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_index_select_1475(yt_tensor *const *inputs, void *ctx)
+error_unbind_1474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_select(inputs[0], 1, inputs[1]);
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
 }
 
 static yt_tensor *
-out_index_select_1476(yt_tensor *const *inputs, void *ctx)
+call_unbind_1475(yt_tensor *const *inputs, void *ctx)
 {
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
 }
 
 static yt_tensor *
 call_index_select_1477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_select(inputs[0], 1, inputs[1]);
+    return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
 out_index_select_1478(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -13641,14 +13643,14 @@ static yt_tensor *
 call_index_select_1479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_select(inputs[0], 0, inputs[1]);
+    return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
 out_index_select_1480(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -13659,14 +13661,14 @@ static yt_tensor *
 call_index_select_1481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_select(inputs[0], 0, inputs[1]);
+    return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
 out_index_select_1482(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -13692,55 +13694,53 @@ out_index_select_1484(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_1485(yt_tensor *const *inputs, void *ctx)
+call_index_select_1485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_1486(yt_tensor *const *inputs, void *ctx)
+out_index_select_1486(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1487(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1488(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_select_1489(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+error_index_select_1490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
-}
-
-static yt_tensor *
-call_index_add_1487(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
-}
-
-static yt_tensor *
-out_index_add_1488(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_index_add_1489(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
-}
-
-static yt_tensor *
-out_index_add_1490(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_index_add_ex_out(out, inputs[0], 1, inputs[1], inputs[2], yt_float(2.5)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
@@ -13766,7 +13766,7 @@ static yt_tensor *
 call_index_add_1493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+    return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
@@ -13774,7 +13774,7 @@ out_index_add_1494(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
-        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_index_add_ex_out(out, inputs[0], 1, inputs[1], inputs[2], yt_float(2.5)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -13801,28 +13801,66 @@ out_index_add_1496(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_1497(yt_tensor *const *inputs, void *ctx)
+call_index_add_1497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_1498(yt_tensor *const *inputs, void *ctx)
+out_index_add_1498(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1499(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1500(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_add_1501(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_index_add_1502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_1499(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1500(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1504(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13833,14 +13871,14 @@ out_index_copy_1500(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1501(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1502(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1506(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13851,14 +13889,14 @@ out_index_copy_1502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1503(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1504(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1508(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13869,67 +13907,31 @@ out_index_copy_1504(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_1505(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_1506(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_1507(yt_tensor *const *inputs, void *ctx)
+call_gather_1511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1508(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_gather_1509(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_gather_ex(inputs[0], 0, inputs[1], false);
-}
-
-static yt_tensor *
-out_gather_1510(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_gather_1511(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_gather_ex(inputs[0], -1, inputs[1], false);
-}
-
-static yt_tensor *
 out_gather_1512(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -13940,29 +13942,11 @@ static yt_tensor *
 call_gather_1513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_gather_ex(inputs[0], 1, inputs[1], false);
-}
-
-static yt_tensor *
-out_gather_1514(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_gather_1515(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1516(yt_tensor *const *inputs, void *ctx)
+out_gather_1514(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13973,67 +13957,85 @@ out_gather_1516(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_1517(yt_tensor *const *inputs, void *ctx)
+call_gather_1515(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], -1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1516(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_1518(yt_tensor *const *inputs, void *ctx)
+out_gather_1518(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1519(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1520(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_gather_1521(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+error_gather_1522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_1519(yt_tensor *const *inputs, void *ctx)
+call_scatter_1523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1520(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_scatter_1521(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-out_scatter_1522(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_scatter_1523(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
-}
-
-static yt_tensor *
 out_scatter_1524(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+    if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -14059,28 +14061,64 @@ out_scatter_1526(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_1527(yt_tensor *const *inputs, void *ctx)
+call_scatter_1527(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1528(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1529(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1530(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_1531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_1528(yt_tensor *const *inputs, void *ctx)
+error_scatter_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_1529(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_1530(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1534(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -14091,14 +14129,14 @@ out_scatter_value_1530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1531(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_1532(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1536(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -14109,14 +14147,14 @@ out_scatter_value_1532(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1533(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_1534(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1538(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -14127,67 +14165,31 @@ out_scatter_value_1534(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_1535(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_1536(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_1537(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1538(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_scatter_add_1539(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-out_scatter_add_1540(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_scatter_add_1541(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
-}
-
-static yt_tensor *
 out_scatter_add_1542(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -14216,11 +14218,29 @@ static yt_tensor *
 call_scatter_add_1545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+    return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 out_scatter_add_1546(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1547(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1548(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14231,178 +14251,168 @@ out_scatter_add_1546(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_1547(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1550(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_add_1551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_1548(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_embedding_1549(yt_tensor *const *inputs, void *ctx)
+call_embedding_1553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1550(yt_tensor *const *inputs, void *ctx)
+call_embedding_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1551(yt_tensor *const *inputs, void *ctx)
+call_embedding_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1552(yt_tensor *const *inputs, void *ctx)
+call_embedding_1556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1553(yt_tensor *const *inputs, void *ctx)
+error_embedding_1557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1554(yt_tensor *const *inputs, void *ctx)
+error_embedding_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_1555(yt_tensor *const *inputs, void *ctx)
+error_embedding_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1556(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1557(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_1558(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_1559(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_1560(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_1561(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_1562(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_1563(yt_tensor *const *inputs, void *ctx)
+error_one_hot_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_nonzero_1564(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1565(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1566(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1567(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
-}
-
-static yt_tensor *
-call_masked_select_1568(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_masked_select_1569(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_masked_select_1570(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_masked_select_1571(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -14413,45 +14423,45 @@ call_masked_select_1572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_masked_select_1573(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1574(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1575(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], -1, false);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1576(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], 0, true);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1577(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], 1, false);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1578(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_argsort_ex(inputs[0], -1, false);
+    return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -14462,57 +14472,53 @@ call_argsort_1579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argsort_stable_1580(yt_tensor *const *inputs, void *ctx)
+call_argsort_1580(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+call_argsort_1581(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argsort_1582(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_1583(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_stable_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], true, -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1581(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], false, 0, true);
 }
 
 static yt_tensor *
-call_index_1582(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[1] = {inputs[1]};
-    return yt_index(inputs[0], indices, 1);
-}
-
-static yt_tensor *
-call_index_1583(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[2] = {NULL, inputs[1]};
-    return yt_index(inputs[0], indices, 2);
-}
-
-static yt_tensor *
-call_index_1584(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
-    return yt_index(inputs[0], indices, 3);
-}
-
-static yt_tensor *
-call_index_1585(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *const indices[1] = {inputs[1]};
-    return yt_index(inputs[0], indices, 1);
-}
-
-static yt_tensor *
 call_index_1586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *const indices[2] = {NULL, inputs[1]};
-    return yt_index(inputs[0], indices, 2);
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
 }
 
 static yt_tensor *
@@ -14524,7 +14530,39 @@ call_index_1587(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1588(yt_tensor *const *inputs, void *ctx)
+call_index_1588(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
+    return yt_index(inputs[0], indices, 3);
+}
+
+static yt_tensor *
+call_index_1589(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1590(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_1591(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_put_1592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14532,7 +14570,7 @@ call_index_put_1588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1589(yt_tensor *const *inputs, void *ctx)
+call_index_put_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14540,7 +14578,7 @@ call_index_put_1589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1590(yt_tensor *const *inputs, void *ctx)
+call_index_put_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {inputs[1], inputs[2]};
@@ -14548,7 +14586,7 @@ call_index_put_1590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1591(yt_tensor *const *inputs, void *ctx)
+call_index_put_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14556,7 +14594,7 @@ call_index_put_1591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1592(yt_tensor *const *inputs, void *ctx)
+call_index_put_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14564,55 +14602,11 @@ call_index_put_1592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1593(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-call_sort_indices_1594(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
-call_sort_values_1595(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-call_sort_indices_1596(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
 call_sort_values_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -14623,7 +14617,7 @@ call_sort_indices_1598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -14634,7 +14628,7 @@ call_sort_values_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -14645,7 +14639,7 @@ call_sort_indices_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -14656,7 +14650,7 @@ call_sort_values_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -14667,6 +14661,28 @@ call_sort_indices_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1603(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1604(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
     if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
@@ -14674,7 +14690,29 @@ call_sort_indices_1602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1603(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1605(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1606(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14686,7 +14724,7 @@ call_sort_stable_values_1603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1604(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14698,7 +14736,7 @@ call_sort_stable_indices_1604(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1605(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14710,56 +14748,12 @@ call_sort_stable_values_1605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1606(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
     yt_tensor *r[2];
     if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
-call_topk_values_1607(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-call_topk_indices_1608(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
-call_topk_values_1609(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-call_topk_indices_1610(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -14770,7 +14764,7 @@ call_topk_values_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -14781,7 +14775,7 @@ call_topk_indices_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -14792,7 +14786,7 @@ call_topk_values_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -14803,7 +14797,7 @@ call_topk_indices_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
     return r[1];
@@ -14814,7 +14808,7 @@ call_topk_values_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -14825,6 +14819,50 @@ call_topk_indices_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1617(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1618(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1619(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1620(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
     if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[0]);
@@ -14832,7 +14870,7 @@ call_topk_indices_1616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1617(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14842,7 +14880,7 @@ call_avg_pool2d_1617(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1618(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14852,7 +14890,7 @@ call_avg_pool2d_1618(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1619(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -14862,7 +14900,7 @@ call_avg_pool2d_1619(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1620(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14870,7 +14908,7 @@ call_avg_pool2d_1620(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14878,7 +14916,7 @@ error_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
@@ -14886,7 +14924,7 @@ error_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14896,7 +14934,7 @@ error_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14904,7 +14942,7 @@ call_adaptive_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -14912,7 +14950,7 @@ call_adaptive_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1626(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -14920,7 +14958,7 @@ call_adaptive_avg_pool2d_1626(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -14928,7 +14966,7 @@ call_adaptive_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1628(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -14936,14 +14974,14 @@ error_adaptive_avg_pool2d_1628(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1629(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1630(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14951,7 +14989,7 @@ error_adaptive_avg_pool2d_1630(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1631(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14962,7 +15000,7 @@ call_avg_pool2d_backward_1631(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1632(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14973,7 +15011,7 @@ call_avg_pool2d_backward_1632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_1633(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14984,7 +15022,7 @@ error_avg_pool2d_backward_1633(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_1634(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14992,45 +15030,11 @@ call_adaptive_avg_pool2d_backward_1634(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_1635(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
     return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
-}
-
-static yt_tensor *
-call_conv2d_1636(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
-}
-
-static yt_tensor *
-call_conv2d_1637(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t stride[] = {2, 1};
-    static const int64_t padding[] = {1, 2};
-    static const int64_t dilation[] = {1, 2};
-    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2, dilation, 2, 2);
-}
-
-static yt_tensor *
-call_conv2d_1638(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t stride[] = {2};
-    static const int64_t padding[] = {1};
-    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, NULL, 0, 1);
-}
-
-static yt_tensor *
-call_conv2d_1639(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t padding[] = {1, 0};
-    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, padding, 2, NULL, 0, 1);
 }
 
 static yt_tensor *
@@ -15044,48 +15048,82 @@ static yt_tensor *
 call_conv2d_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t stride[] = {1, 2};
-    static const int64_t dilation[] = {2, 1};
-    return yt_conv2d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, dilation, 2, 2);
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2, dilation, 2, 2);
 }
 
 static yt_tensor *
-error_conv2d_1642(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1643(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+    static const int64_t padding[] = {1, 0};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, padding, 2, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1644(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
-}
-
-static yt_tensor *
-error_conv2d_1645(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1646(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1645(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 2};
+    static const int64_t dilation[] = {2, 1};
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_1646(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_1647(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_1648(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
+}
+
+static yt_tensor *
+error_conv2d_1649(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1647(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -15093,7 +15131,7 @@ call_conv2d_padding_1647(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_1648(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15101,21 +15139,21 @@ call_conv2d_padding_1648(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1649(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1650(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1651(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
@@ -15123,21 +15161,21 @@ error_conv2d_padding_1651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1652(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1653(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1654(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15147,28 +15185,28 @@ call_conv1d_1654(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_1655(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1656(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1657(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1658(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 1};
@@ -15176,14 +15214,14 @@ error_conv1d_1658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_1659(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_1660(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15191,21 +15229,21 @@ call_conv1d_padding_1660(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1661(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1662(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1663(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15214,7 +15252,7 @@ error_conv1d_padding_1663(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1664(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15222,7 +15260,7 @@ error_conv1d_padding_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1665(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15230,7 +15268,7 @@ call_conv_transpose2d_1665(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1666(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -15242,7 +15280,7 @@ call_conv_transpose2d_1666(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1667(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15251,7 +15289,7 @@ call_conv_transpose2d_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1668(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15261,7 +15299,7 @@ call_conv_transpose2d_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -15273,7 +15311,7 @@ call_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_padding[] = {1};
@@ -15283,7 +15321,7 @@ call_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -15291,7 +15329,7 @@ error_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1672(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -15299,7 +15337,7 @@ error_conv_transpose2d_1672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1673(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
@@ -15307,7 +15345,7 @@ error_conv_transpose2d_1673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1674(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15315,7 +15353,7 @@ error_conv_transpose2d_1674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1675(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15327,7 +15365,7 @@ call_conv2d_backward_input_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1676(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -15339,7 +15377,7 @@ call_conv2d_backward_input_1676(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1677(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15351,7 +15389,7 @@ error_conv2d_backward_input_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1678(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15363,7 +15401,7 @@ call_conv2d_backward_weight_1678(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1679(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -15375,7 +15413,7 @@ call_conv2d_backward_weight_1679(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1680(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15387,101 +15425,41 @@ error_conv2d_backward_weight_1680(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1681(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1682(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1683(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1684(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
-}
-
-static yt_tensor *
-call_max_pool2d_with_indices_values_1685(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {2, 2};
-    yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
-                                      &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-call_max_pool2d_with_indices_indices_1686(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {2, 2};
-    yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
-                                      &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
-}
-
-static yt_tensor *
-call_max_pool2d_with_indices_values_1687(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {3, 2};
-    static const int64_t stride[] = {2, 1};
-    static const int64_t padding[] = {1, 1};
-    static const int64_t dilation[] = {1, 2};
-    yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
-                                      true, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-call_max_pool2d_with_indices_indices_1688(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    static const int64_t kernel_size[] = {3, 2};
-    static const int64_t stride[] = {2, 1};
-    static const int64_t padding[] = {1, 1};
-    static const int64_t dilation[] = {1, 2};
-    yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
-                                      true, &r[0], &r[1]) != YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
 }
 
 static yt_tensor *
 call_max_pool2d_with_indices_values_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    static const int64_t kernel_size[] = {3};
-    static const int64_t stride[] = {2};
-    static const int64_t padding[] = {1};
+    static const int64_t kernel_size[] = {2, 2};
     yt_tensor *r[2];
-    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
-                                      true, &r[0], &r[1]) != YT_OK)
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
         return NULL;
     yt_release(r[1]);
     return r[0];
@@ -15491,6 +15469,66 @@ static yt_tensor *
 call_max_pool2d_with_indices_indices_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1691(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1692(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1693(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1694(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     static const int64_t kernel_size[] = {3};
     static const int64_t stride[] = {2};
     static const int64_t padding[] = {1};
@@ -15503,7 +15541,7 @@ call_max_pool2d_with_indices_indices_1690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1691(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15516,7 +15554,7 @@ call_max_pool2d_with_indices_values_1691(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1692(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15529,7 +15567,7 @@ call_max_pool2d_with_indices_indices_1692(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1693(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15542,7 +15580,7 @@ error_max_pool2d_with_indices_1693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1694(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15554,7 +15592,7 @@ error_max_pool2d_with_indices_1694(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1695(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15567,7 +15605,7 @@ error_max_pool2d_with_indices_1695(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1696(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15575,7 +15613,7 @@ call_max_pool2d_1696(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1697(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15586,7 +15624,7 @@ call_max_pool2d_1697(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1698(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15596,7 +15634,7 @@ call_max_pool2d_1698(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1699(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15604,14 +15642,14 @@ error_max_pool2d_1699(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1700(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1701(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15619,7 +15657,7 @@ error_max_pool2d_1701(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1702(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15627,7 +15665,7 @@ call_layer_norm_1702(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1703(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15635,7 +15673,7 @@ call_layer_norm_1703(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1704(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15643,7 +15681,7 @@ call_layer_norm_1704(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1705(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15651,7 +15689,7 @@ call_layer_norm_1705(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1706(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15659,14 +15697,14 @@ call_layer_norm_1706(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1707(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15674,7 +15712,7 @@ error_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1709(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15682,7 +15720,7 @@ error_layer_norm_1709(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1710(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15690,7 +15728,7 @@ error_layer_norm_1710(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1711(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15698,91 +15736,91 @@ error_layer_norm_1711(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1712(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1713(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1714(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1715(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1716(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1717(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1718(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1719(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
-}
-
-static yt_tensor *
-error_group_norm_1720(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+    return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
 error_group_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1724(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1725(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1726(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
+}
+
+static yt_tensor *
+error_group_norm_1727(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1724(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15790,7 +15828,7 @@ call_rms_norm_1724(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1725(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15799,7 +15837,7 @@ call_rms_norm_1725(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1726(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15808,7 +15846,7 @@ call_rms_norm_1726(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1727(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15816,14 +15854,14 @@ call_rms_norm_1727(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1728(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
-error_rms_norm_1729(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15831,7 +15869,7 @@ error_rms_norm_1729(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1730(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15839,7 +15877,7 @@ error_rms_norm_1730(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1731(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15847,28 +15885,28 @@ error_rms_norm_1731(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1732(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1733(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1734(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1735(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15876,7 +15914,7 @@ call_batch_norm_1735(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1736(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15884,7 +15922,7 @@ call_batch_norm_1736(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1737(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15892,280 +15930,280 @@ call_batch_norm_1737(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1738(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1739(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1740(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1741(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1742(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
 error_batch_norm_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1750(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1751(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1752(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1753(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1750(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1754(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1751(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1755(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1752(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1756(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1753(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
-}
-
-static yt_tensor *
-error_row_norm_1754(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
-}
-
-static yt_tensor *
-error_row_norm_1755(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
-}
-
-static yt_tensor *
-error_row_norm_1756(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
-}
-
-static yt_tensor *
 error_row_norm_1757(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
 error_row_norm_1758(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
 error_row_norm_1759(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1760(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1761(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1762(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
+}
+
+static yt_tensor *
+error_row_norm_1763(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1760(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1761(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1762(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1763(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1764(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1765(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1774(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1775(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1776(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1777(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1774(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1778(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1775(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1779(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1776(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1780(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1777(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1781(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16178,42 +16216,42 @@ error_row_norm_backward_1777(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1778(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1782(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1779(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1783(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1780(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1784(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1781(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1782(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1783(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16226,7 +16264,7 @@ error_batch_norm_backward_1783(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1784(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -16234,7 +16272,7 @@ error_batch_norm_backward_bias_backward_1784(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1785(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -16242,297 +16280,269 @@ error_batch_norm_backward_bias_backward_1785(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1786(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1787(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1788(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_softmax_1789(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_softmax_1790(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_softmax_1791(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
 call_softmax_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_softmax_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1795(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1796(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1797(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+}
+
+static yt_tensor *
+call_softmax_1798(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_softmax_1795(yt_tensor *const *inputs, void *ctx)
+error_softmax_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1796(yt_tensor *const *inputs, void *ctx)
+error_softmax_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1797(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_log_softmax_1798(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_log_softmax_1799(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_log_softmax_1800(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
-}
-
-static yt_tensor *
 call_log_softmax_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_log_softmax_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1804(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1805(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1806(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
+}
+
+static yt_tensor *
+call_log_softmax_1807(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_log_softmax_1804(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1805(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1806(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1807(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1808(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1809(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1810(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1811(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1812(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1813(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1814(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1815(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1816(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1817(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1818(yt_tensor *const *inputs, void *ctx)
+call_dropout_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1819(yt_tensor *const *inputs, void *ctx)
+call_dropout_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1820(yt_tensor *const *inputs, void *ctx)
+call_dropout_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1821(yt_tensor *const *inputs, void *ctx)
+call_dropout_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1822(yt_tensor *const *inputs, void *ctx)
+call_dropout_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1823(yt_tensor *const *inputs, void *ctx)
+error_dropout_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
-}
-
-static yt_tensor *
-call_mse_loss_1824(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-call_mse_loss_1825(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
-}
-
-static yt_tensor *
-call_mse_loss_1826(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
-}
-
-static yt_tensor *
-call_mse_loss_1827(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
@@ -16543,330 +16553,322 @@ call_mse_loss_1828(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mse_loss_1829(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-error_mse_loss_1830(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1830(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_mse_loss_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1831(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1832(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-call_l1_loss_1833(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
-}
-
-static yt_tensor *
-call_l1_loss_1834(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_l1_loss_1836(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_l1_loss_1837(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1836(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1838(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_l1_loss_1839(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+error_l1_loss_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1837(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1838(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1839(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1840(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
-}
-
-static yt_tensor *
-call_smooth_l1_loss_1841(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
-}
-
-static yt_tensor *
 call_smooth_l1_loss_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
 call_smooth_l1_loss_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1844(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1845(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1846(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1847(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1844(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1845(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1846(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1847(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1848(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1849(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1850(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1851(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1852(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1853(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1854(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1855(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1856(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1857(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1858(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_1859(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
-}
-
-static yt_tensor *
-call_binary_cross_entropy_1860(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
-}
-
-static yt_tensor *
-call_binary_cross_entropy_1861(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
-}
-
-static yt_tensor *
-call_binary_cross_entropy_1862(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1865(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1866(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
-}
-
-static yt_tensor *
-error_binary_cross_entropy_1867(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1868(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1869(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1870(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
-                                                  "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1871(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1871(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
 call_binary_cross_entropy_with_logits_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
-}
-
-static yt_tensor *
-error_binary_cross_entropy_with_logits_1874(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1875(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16874,7 +16876,43 @@ error_binary_cross_entropy_with_logits_1875(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1876(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1875(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1876(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1877(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1878(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1879(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16882,80 +16920,52 @@ error_binary_cross_entropy_with_logits_1876(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1877(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1878(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
-call_nll_loss_1879(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
-}
-
-static yt_tensor *
-call_nll_loss_1880(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
-}
-
-static yt_tensor *
-call_nll_loss_1881(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
-}
-
-static yt_tensor *
 call_nll_loss_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_nll_loss_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-error_nll_loss_1884(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1885(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1885(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+}
+
+static yt_tensor *
+call_nll_loss_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1886(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
-}
-
-static yt_tensor *
-error_nll_loss_1887(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
@@ -16966,115 +16976,115 @@ error_nll_loss_1888(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1889(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1890(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1891(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1892(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1900(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1901(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1902(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1901(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1902(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1903(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1903(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1904(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
@@ -17085,105 +17095,101 @@ error_cross_entropy_loss_1905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cross_entropy_index_1906(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1906(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1907(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1908(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1908(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1909(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1909(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1910(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1912(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1913(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1914(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1915(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1916(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1913(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1914(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1915(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_1916(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_1917(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_1918(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
-                                              false, NULL);
-}
-
-static yt_tensor *
-call_scaled_dot_product_attention_1919(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
-                                              NULL);
 }
 
 static yt_tensor *
@@ -17198,20 +17204,28 @@ static yt_tensor *
 call_scaled_dot_product_attention_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
 }
 
 static yt_tensor *
 call_scaled_dot_product_attention_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
+                                              false, NULL);
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_1923(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
                                               NULL);
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1923(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17219,7 +17233,7 @@ error_scaled_dot_product_attention_1923(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1924(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17227,15 +17241,7 @@ error_scaled_dot_product_attention_1924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1925(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
-                                              NULL);
-}
-
-static yt_tensor *
-error_scaled_dot_product_attention_1926(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17259,51 +17265,35 @@ error_scaled_dot_product_attention_1928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1929(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1930(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1931(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1932(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[0]);
-    return r[1];
+    return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
+                                              NULL);
 }
 
 static yt_tensor *
@@ -17311,7 +17301,7 @@ call_scaled_dot_product_attention_math_output_1933(yt_tensor *const *inputs, voi
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[1]);
@@ -17323,7 +17313,7 @@ call_scaled_dot_product_attention_math_attn_1934(yt_tensor *const *inputs, void 
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[0]);
@@ -17335,7 +17325,7 @@ call_scaled_dot_product_attention_math_output_1935(yt_tensor *const *inputs, voi
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[1]);
@@ -17347,7 +17337,7 @@ call_scaled_dot_product_attention_math_attn_1936(yt_tensor *const *inputs, void 
 {
     (void)ctx;
     yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 1.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
     yt_release(r[0]);
@@ -17355,7 +17345,31 @@ call_scaled_dot_product_attention_math_attn_1936(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1937(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1937(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_attn_1938(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.25, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_scaled_dot_product_attention_math_output_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17367,39 +17381,15 @@ error_scaled_dot_product_attention_math_1937(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1938(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
     if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
         YT_OK)
         return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-error_scaled_dot_product_attention_math_1939(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
-}
-
-static yt_tensor *
-error_scaled_dot_product_attention_math_1940(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *r[2];
-    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
-        YT_OK)
-        return NULL;
-    yt_release(r[1]);
-    return r[0];
+    yt_release(r[0]);
+    return r[1];
 }
 
 static yt_tensor *
@@ -17415,7 +17405,55 @@ error_scaled_dot_product_attention_math_1941(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1942(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1942(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1943(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1944(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_1945(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_scaled_dot_product_attention_math(inputs[0], inputs[1], inputs[2], 0.5, &r[0], &r[1]) !=
+        YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_scaled_dot_product_attention_math_backward_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17429,7 +17467,7 @@ error_scaled_dot_product_attention_math_backward_1942(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1943(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17443,7 +17481,7 @@ error_scaled_dot_product_attention_math_backward_1943(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1944(yt_tensor *const *inputs, void *ctx)
+call_empty_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17452,7 +17490,7 @@ call_empty_1944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1945(yt_tensor *const *inputs, void *ctx)
+call_empty_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17461,7 +17499,7 @@ call_empty_1945(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1946(yt_tensor *const *inputs, void *ctx)
+call_empty_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17469,7 +17507,7 @@ call_empty_1946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1947(yt_tensor *const *inputs, void *ctx)
+call_zeros_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17478,7 +17516,7 @@ call_zeros_1947(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1948(yt_tensor *const *inputs, void *ctx)
+call_ones_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17487,7 +17525,7 @@ call_ones_1948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1949(yt_tensor *const *inputs, void *ctx)
+call_full_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17496,7 +17534,7 @@ call_full_1949(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1950(yt_tensor *const *inputs, void *ctx)
+call_full_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17505,7 +17543,7 @@ call_full_1950(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1951(yt_tensor *const *inputs, void *ctx)
+call_full_1955(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17514,77 +17552,77 @@ call_full_1951(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1952(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1956(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1953(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1957(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1954(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1958(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1955(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1956(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1957(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1961(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1958(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1962(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1959(yt_tensor *const *inputs, void *ctx)
+call_full_like_1963(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1960(yt_tensor *const *inputs, void *ctx)
+call_full_like_1964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1961(yt_tensor *const *inputs, void *ctx)
+call_full_like_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1962(yt_tensor *const *inputs, void *ctx)
+call_arange_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17592,7 +17630,7 @@ call_arange_1962(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1963(yt_tensor *const *inputs, void *ctx)
+call_linspace_1967(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17600,7 +17638,7 @@ call_linspace_1963(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1964(yt_tensor *const *inputs, void *ctx)
+call_linspace_1968(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17608,7 +17646,7 @@ call_linspace_1964(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1965(yt_tensor *const *inputs, void *ctx)
+call_linspace_1969(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17616,7 +17654,7 @@ call_linspace_1965(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1966(yt_tensor *const *inputs, void *ctx)
+call_eye_1970(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17624,7 +17662,7 @@ call_eye_1966(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1967(yt_tensor *const *inputs, void *ctx)
+call_eye_1971(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17632,7 +17670,7 @@ call_eye_1967(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1968(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1972(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17640,7 +17678,7 @@ call_eye_m_1968(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1969(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1973(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17648,7 +17686,7 @@ call_eye_m_1969(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1970(yt_tensor *const *inputs, void *ctx)
+call_rand_1974(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17657,7 +17695,7 @@ call_rand_1970(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1971(yt_tensor *const *inputs, void *ctx)
+error_rand_1975(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17666,7 +17704,7 @@ error_rand_1971(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1972(yt_tensor *const *inputs, void *ctx)
+call_randn_1976(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17675,7 +17713,7 @@ call_randn_1972(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1973(yt_tensor *const *inputs, void *ctx)
+error_randn_1977(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17684,35 +17722,35 @@ error_randn_1973(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1974(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1978(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1975(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1979(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1976(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1980(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1977(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1981(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1978(yt_tensor *const *inputs, void *ctx)
+call_randint_1982(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17721,7 +17759,7 @@ call_randint_1978(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1979(yt_tensor *const *inputs, void *ctx)
+call_randint_1983(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17730,7 +17768,7 @@ call_randint_1979(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1980(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1984(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17739,7 +17777,7 @@ call_randint_low_1980(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1981(yt_tensor *const *inputs, void *ctx)
+call_randperm_1985(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17747,7 +17785,7 @@ call_randperm_1981(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1982(yt_tensor *const *inputs, void *ctx)
+call_randperm_1986(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17755,14 +17793,14 @@ call_randperm_1982(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1983(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1987(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1984(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17774,14 +17812,14 @@ inplace_bernoulli_p_1984(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1985(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1989(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1986(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1990(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17793,14 +17831,14 @@ inplace_bernoulli_p_1986(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1987(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1991(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1988(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1992(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17812,14 +17850,14 @@ inplace_bernoulli_p_1988(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1989(yt_tensor *const *inputs, void *ctx)
+call_normal_1993(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1990(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17831,14 +17869,14 @@ inplace_normal_1990(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1991(yt_tensor *const *inputs, void *ctx)
+call_normal_1995(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1992(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17850,14 +17888,14 @@ inplace_normal_1992(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1993(yt_tensor *const *inputs, void *ctx)
+call_normal_1997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1994(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17869,21 +17907,21 @@ inplace_normal_1994(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1995(yt_tensor *const *inputs, void *ctx)
+error_normal_1999(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1996(yt_tensor *const *inputs, void *ctx)
+call_uniform_2000(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1997(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_2001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17895,14 +17933,14 @@ inplace_uniform_1997(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1998(yt_tensor *const *inputs, void *ctx)
+call_uniform_2002(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1999(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_2003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17914,14 +17952,14 @@ inplace_uniform_1999(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_2000(yt_tensor *const *inputs, void *ctx)
+call_uniform_2004(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_2001(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_2005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17933,35 +17971,35 @@ inplace_uniform_2001(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_2002(yt_tensor *const *inputs, void *ctx)
+error_uniform_2006(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_2003(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_2007(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_2004(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_2008(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_2005(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_2009(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_2006(yt_tensor *const *inputs, void *ctx)
+call_sum_to_2010(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17969,7 +18007,7 @@ call_sum_to_2006(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_2007(yt_tensor *const *inputs, void *ctx)
+call_sum_to_2011(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -17977,7 +18015,7 @@ call_sum_to_2007(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_2008(yt_tensor *const *inputs, void *ctx)
+error_sum_to_2012(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -22444,11 +22482,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "masked_fill.Tensor",
+        .where = "ops.yaml:932 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 2},
+        .call = call_masked_fill_tensor_1006,
+        .call_inplace = inplace_masked_fill_tensor_1007,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .where = "ops.yaml:932 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F32},
+        .call = call_masked_fill_tensor_1008,
+        .call_inplace = inplace_masked_fill_tensor_1009,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "sum",
-        .where = "ops.yaml:947 sample 0",
+        .where = "ops.yaml:949 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_1009,
+        .call = call_sum_1013,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22456,11 +22520,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:947 sample 1",
+        .where = "ops.yaml:949 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_1010,
+        .call = call_sum_1014,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22468,10 +22532,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:947 sample 2",
+        .where = "ops.yaml:949 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_1011,
+        .call = call_sum_1015,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22479,10 +22543,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:947 sample 3",
+        .where = "ops.yaml:949 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_1012,
+        .call = call_sum_1016,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22490,32 +22554,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:962 sample 0",
+        .where = "ops.yaml:964 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_1013,
-        .call_inplace = NULL,
-        .call_out = out_sum_dim_1014,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sum.dim",
-        .where = "ops.yaml:962 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_1015,
-        .call_inplace = NULL,
-        .call_out = out_sum_dim_1016,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sum.dim",
-        .where = "ops.yaml:962 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_sum_dim_1017,
         .call_inplace = NULL,
         .call_out = out_sum_dim_1018,
@@ -22524,9 +22565,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:962 sample 3",
+        .where = "ops.yaml:964 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_dim_1019,
         .call_inplace = NULL,
         .call_out = out_sum_dim_1020,
@@ -22534,23 +22575,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mean",
-        .where = "ops.yaml:979 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_1022,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mean",
-        .where = "ops.yaml:979 sample 1",
+        .op = "sum.dim",
+        .where = "ops.yaml:964 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mean_1023,
+        .call = call_sum_dim_1021,
+        .call_inplace = NULL,
+        .call_out = out_sum_dim_1022,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum.dim",
+        .where = "ops.yaml:964 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_1023,
+        .call_inplace = NULL,
+        .call_out = out_sum_dim_1024,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mean",
+        .where = "ops.yaml:981 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_1026,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22558,10 +22610,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:979 sample 2",
+        .where = "ops.yaml:981 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mean_1027,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mean",
+        .where = "ops.yaml:981 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_1024,
+        .call = call_mean_1028,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22569,10 +22633,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:979 sample 3",
+        .where = "ops.yaml:981 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_mean_1025,
+        .call = call_mean_1029,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22580,73 +22644,51 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:997 sample 0",
+        .where = "ops.yaml:999 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_1027,
-        .call_inplace = NULL,
-        .call_out = out_mean_dim_1028,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mean.dim",
-        .where = "ops.yaml:997 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_1029,
-        .call_inplace = NULL,
-        .call_out = out_mean_dim_1030,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mean.dim",
-        .where = "ops.yaml:997 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_mean_dim_1031,
         .call_inplace = NULL,
         .call_out = out_mean_dim_1032,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mean.dim",
+        .where = "ops.yaml:999 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_dim_1033,
+        .call_inplace = NULL,
+        .call_out = out_mean_dim_1034,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mean.dim",
+        .where = "ops.yaml:999 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
+        .call = call_mean_dim_1035,
+        .call_inplace = NULL,
+        .call_out = out_mean_dim_1036,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:997 sample 3",
+        .where = "ops.yaml:999 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_mean_dim_1033,
+        .call = call_mean_dim_1037,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_1034,
+        .call_out = out_mean_dim_1038,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:1011 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_1037,
-        .call_inplace = NULL,
-        .call_out = out_amax_1038,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amax",
-        .where = "ops.yaml:1011 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_1039,
-        .call_inplace = NULL,
-        .call_out = out_amax_1040,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amax",
-        .where = "ops.yaml:1011 sample 2",
+        .where = "ops.yaml:1013 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amax_1041,
@@ -22656,33 +22698,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "amin",
-        .where = "ops.yaml:1024 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1044,
-        .call_inplace = NULL,
-        .call_out = out_amin_1045,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "amin",
-        .where = "ops.yaml:1024 sample 1",
+        .op = "amax",
+        .where = "ops.yaml:1013 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amin_1046,
+        .call = call_amax_1043,
         .call_inplace = NULL,
-        .call_out = out_amin_1047,
+        .call_out = out_amax_1044,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amax",
+        .where = "ops.yaml:1013 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_1045,
+        .call_inplace = NULL,
+        .call_out = out_amax_1046,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amin",
-        .where = "ops.yaml:1024 sample 2",
+        .where = "ops.yaml:1026 sample 0",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amin_1048,
         .call_inplace = NULL,
         .call_out = out_amin_1049,
@@ -22691,9 +22732,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amin",
-        .where = "ops.yaml:1024 sample 3",
+        .where = "ops.yaml:1026 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amin_1050,
         .call_inplace = NULL,
         .call_out = out_amin_1051,
@@ -22702,9 +22743,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amin",
-        .where = "ops.yaml:1024 sample 4",
+        .where = "ops.yaml:1026 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_amin_1052,
         .call_inplace = NULL,
         .call_out = out_amin_1053,
@@ -22712,11 +22754,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "max",
-        .where = "ops.yaml:1038 sample 0",
+        .op = "amin",
+        .where = "ops.yaml:1026 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_1055,
+        .call = call_amin_1054,
+        .call_inplace = NULL,
+        .call_out = out_amin_1055,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:1026 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_1056,
+        .call_inplace = NULL,
+        .call_out = out_amin_1057,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:1040 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_1059,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22724,11 +22788,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max",
-        .where = "ops.yaml:1038 sample 1",
+        .where = "ops.yaml:1040 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_max_1056,
+        .call = call_max_1060,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22736,10 +22800,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max",
-        .where = "ops.yaml:1038 sample 2",
+        .where = "ops.yaml:1040 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_max_1057,
+        .call = call_max_1061,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22747,10 +22811,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min",
-        .where = "ops.yaml:1050 sample 0",
+        .where = "ops.yaml:1052 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_1058,
+        .call = call_min_1062,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22758,11 +22822,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min",
-        .where = "ops.yaml:1050 sample 1",
+        .where = "ops.yaml:1052 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_min_1059,
+        .call = call_min_1063,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22770,10 +22834,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min",
-        .where = "ops.yaml:1050 sample 2",
+        .where = "ops.yaml:1052 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_min_1060,
+        .call = call_min_1064,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22781,31 +22845,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1064 sample 0 result values",
+        .where = "ops.yaml:1066 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_values_1061,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_values_1062,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1064 sample 0 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_dim_indices_1063,
-        .call_inplace = NULL,
-        .call_out = out_max_dim_indices_1064,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max.dim",
-        .where = "ops.yaml:1064 sample 1 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_values_1065,
         .call_inplace = NULL,
         .call_out = out_max_dim_values_1066,
@@ -22814,9 +22856,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1064 sample 1 result indices",
+        .where = "ops.yaml:1066 sample 0 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_indices_1067,
         .call_inplace = NULL,
         .call_out = out_max_dim_indices_1068,
@@ -22825,10 +22867,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1064 sample 2 result values",
+        .where = "ops.yaml:1066 sample 1 result values",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_values_1069,
         .call_inplace = NULL,
         .call_out = out_max_dim_values_1070,
@@ -22837,10 +22878,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1064 sample 2 result indices",
+        .where = "ops.yaml:1066 sample 1 result indices",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_indices_1071,
         .call_inplace = NULL,
         .call_out = out_max_dim_indices_1072,
@@ -22849,9 +22889,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1064 sample 3 result values",
+        .where = "ops.yaml:1066 sample 2 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_max_dim_values_1073,
         .call_inplace = NULL,
         .call_out = out_max_dim_values_1074,
@@ -22860,9 +22901,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1064 sample 3 result indices",
+        .where = "ops.yaml:1066 sample 2 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_max_dim_indices_1075,
         .call_inplace = NULL,
         .call_out = out_max_dim_indices_1076,
@@ -22871,9 +22913,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1064 sample 4 result values",
+        .where = "ops.yaml:1066 sample 3 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_values_1077,
         .call_inplace = NULL,
         .call_out = out_max_dim_values_1078,
@@ -22882,9 +22924,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1064 sample 4 result indices",
+        .where = "ops.yaml:1066 sample 3 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_indices_1079,
         .call_inplace = NULL,
         .call_out = out_max_dim_indices_1080,
@@ -22892,32 +22934,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "min.dim",
-        .where = "ops.yaml:1080 sample 0 result values",
+        .op = "max.dim",
+        .where = "ops.yaml:1066 sample 4 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_values_1082,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_1081,
         .call_inplace = NULL,
-        .call_out = out_min_dim_values_1083,
+        .call_out = out_max_dim_values_1082,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "min.dim",
-        .where = "ops.yaml:1080 sample 0 result indices",
+        .op = "max.dim",
+        .where = "ops.yaml:1066 sample 4 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_min_dim_indices_1084,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_1083,
         .call_inplace = NULL,
-        .call_out = out_min_dim_indices_1085,
+        .call_out = out_max_dim_indices_1084,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1080 sample 1 result values",
+        .where = "ops.yaml:1082 sample 0 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_values_1086,
         .call_inplace = NULL,
         .call_out = out_min_dim_values_1087,
@@ -22926,9 +22968,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1080 sample 1 result indices",
+        .where = "ops.yaml:1082 sample 0 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_indices_1088,
         .call_inplace = NULL,
         .call_out = out_min_dim_indices_1089,
@@ -22937,10 +22979,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1080 sample 2 result values",
+        .where = "ops.yaml:1082 sample 1 result values",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_values_1090,
         .call_inplace = NULL,
         .call_out = out_min_dim_values_1091,
@@ -22949,10 +22990,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1080 sample 2 result indices",
+        .where = "ops.yaml:1082 sample 1 result indices",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_indices_1092,
         .call_inplace = NULL,
         .call_out = out_min_dim_indices_1093,
@@ -22961,9 +23001,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1080 sample 3 result values",
+        .where = "ops.yaml:1082 sample 2 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_min_dim_values_1094,
         .call_inplace = NULL,
         .call_out = out_min_dim_values_1095,
@@ -22972,9 +23013,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1080 sample 3 result indices",
+        .where = "ops.yaml:1082 sample 2 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_min_dim_indices_1096,
         .call_inplace = NULL,
         .call_out = out_min_dim_indices_1097,
@@ -22982,33 +23024,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "min.dim",
+        .where = "ops.yaml:1082 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_1098,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_1099,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:1082 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_1100,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_1101,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "argmax",
-        .where = "ops.yaml:1094 sample 0",
+        .where = "ops.yaml:1096 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1099,
-        .call_inplace = NULL,
-        .call_out = out_argmax_1100,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:1094 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_1101,
-        .call_inplace = NULL,
-        .call_out = out_argmax_1102,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:1094 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_argmax_1103,
         .call_inplace = NULL,
         .call_out = out_argmax_1104,
@@ -23017,9 +23058,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmax",
-        .where = "ops.yaml:1094 sample 3",
+        .where = "ops.yaml:1096 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmax_1105,
         .call_inplace = NULL,
         .call_out = out_argmax_1106,
@@ -23028,9 +23069,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmax",
-        .where = "ops.yaml:1094 sample 4",
+        .where = "ops.yaml:1096 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_argmax_1107,
         .call_inplace = NULL,
         .call_out = out_argmax_1108,
@@ -23038,33 +23080,32 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argmin",
-        .where = "ops.yaml:1109 sample 0",
+        .op = "argmax",
+        .where = "ops.yaml:1096 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_1110,
+        .call = call_argmax_1109,
         .call_inplace = NULL,
-        .call_out = out_argmin_1111,
+        .call_out = out_argmax_1110,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:1096 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_1111,
+        .call_inplace = NULL,
+        .call_out = out_argmax_1112,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "argmin",
-        .where = "ops.yaml:1109 sample 1",
+        .where = "ops.yaml:1111 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_1112,
-        .call_inplace = NULL,
-        .call_out = out_argmin_1113,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmin",
-        .where = "ops.yaml:1109 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmin_1114,
         .call_inplace = NULL,
         .call_out = out_argmin_1115,
@@ -23073,9 +23114,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmin",
-        .where = "ops.yaml:1109 sample 3",
+        .where = "ops.yaml:1111 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmin_1116,
         .call_inplace = NULL,
         .call_out = out_argmin_1117,
@@ -23083,23 +23124,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "prod",
-        .where = "ops.yaml:1123 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_1119,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "prod",
-        .where = "ops.yaml:1123 sample 1",
+        .op = "argmin",
+        .where = "ops.yaml:1111 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_prod_1120,
+        .call = call_argmin_1118,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1119,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:1111 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_1120,
+        .call_inplace = NULL,
+        .call_out = out_argmin_1121,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:1125 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_1123,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23107,10 +23159,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod",
-        .where = "ops.yaml:1123 sample 2",
+        .where = "ops.yaml:1125 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_1124,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:1125 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_1121,
+        .call = call_prod_1125,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23118,10 +23182,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod",
-        .where = "ops.yaml:1123 sample 3",
+        .where = "ops.yaml:1125 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_1122,
+        .call = call_prod_1126,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23129,32 +23193,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1138 sample 0",
+        .where = "ops.yaml:1140 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_1123,
-        .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1124,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "prod.dim_int",
-        .where = "ops.yaml:1138 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_1125,
-        .call_inplace = NULL,
-        .call_out = out_prod_dim_int_1126,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "prod.dim_int",
-        .where = "ops.yaml:1138 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_prod_dim_int_1127,
         .call_inplace = NULL,
         .call_out = out_prod_dim_int_1128,
@@ -23163,9 +23204,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1138 sample 3",
+        .where = "ops.yaml:1140 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_prod_dim_int_1129,
         .call_inplace = NULL,
         .call_out = out_prod_dim_int_1130,
@@ -23173,55 +23214,55 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "all",
-        .where = "ops.yaml:1152 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_all_1132,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "all",
-        .where = "ops.yaml:1152 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_all_1133,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "all.dim",
-        .where = "ops.yaml:1165 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_all_dim_1134,
-        .call_inplace = NULL,
-        .call_out = out_all_dim_1135,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "all.dim",
-        .where = "ops.yaml:1165 sample 1",
+        .op = "prod.dim_int",
+        .where = "ops.yaml:1140 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_all_dim_1136,
+        .call = call_prod_dim_int_1131,
         .call_inplace = NULL,
-        .call_out = out_all_dim_1137,
+        .call_out = out_prod_dim_int_1132,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:1140 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_1133,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_1134,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:1154 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_1136,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:1154 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_all_1137,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "all.dim",
-        .where = "ops.yaml:1165 sample 2",
+        .where = "ops.yaml:1167 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_all_dim_1138,
         .call_inplace = NULL,
         .call_out = out_all_dim_1139,
@@ -23229,55 +23270,55 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "any",
-        .where = "ops.yaml:1178 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_any_1141,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "any",
-        .where = "ops.yaml:1178 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_any_1142,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "any.dim",
-        .where = "ops.yaml:1191 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_any_dim_1143,
-        .call_inplace = NULL,
-        .call_out = out_any_dim_1144,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "any.dim",
-        .where = "ops.yaml:1191 sample 1",
+        .op = "all.dim",
+        .where = "ops.yaml:1167 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_any_dim_1145,
+        .call = call_all_dim_1140,
         .call_inplace = NULL,
-        .call_out = out_any_dim_1146,
+        .call_out = out_all_dim_1141,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:1167 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_1142,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_1143,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:1180 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_1145,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:1180 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_any_1146,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:1191 sample 2",
+        .where = "ops.yaml:1193 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_any_dim_1147,
         .call_inplace = NULL,
         .call_out = out_any_dim_1148,
@@ -23285,33 +23326,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "cumsum",
-        .where = "ops.yaml:1204 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1150,
-        .call_inplace = NULL,
-        .call_out = out_cumsum_1151,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "cumsum",
-        .where = "ops.yaml:1204 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_1152,
-        .call_inplace = NULL,
-        .call_out = out_cumsum_1153,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "cumsum",
-        .where = "ops.yaml:1204 sample 2",
+        .op = "any.dim",
+        .where = "ops.yaml:1193 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_any_dim_1149,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1150,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:1193 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_1151,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1152,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:1206 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_1154,
         .call_inplace = NULL,
         .call_out = out_cumsum_1155,
@@ -23320,9 +23361,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1204 sample 3",
+        .where = "ops.yaml:1206 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_1156,
         .call_inplace = NULL,
         .call_out = out_cumsum_1157,
@@ -23331,9 +23372,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1204 sample 4",
+        .where = "ops.yaml:1206 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_cumsum_1158,
         .call_inplace = NULL,
         .call_out = out_cumsum_1159,
@@ -23341,67 +23383,89 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "logsumexp",
-        .where = "ops.yaml:1220 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_1161,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "logsumexp",
-        .where = "ops.yaml:1220 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_1162,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "logsumexp",
-        .where = "ops.yaml:1220 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_logsumexp_1163,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "logsumexp",
-        .where = "ops.yaml:1220 sample 3",
+        .op = "cumsum",
+        .where = "ops.yaml:1206 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_1164,
+        .call = call_cumsum_1160,
         .call_inplace = NULL,
-        .call_out = NULL,
+        .call_out = out_cumsum_1161,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:1206 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1162,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1163,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1220 sample 4",
+        .where = "ops.yaml:1222 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1165,
         .call_inplace = NULL,
         .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1222 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1166,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1222 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_logsumexp_1167,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1222 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1168,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:1222 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
+        .call = call_logsumexp_1169,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1220 sample 5",
+        .where = "ops.yaml:1222 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_logsumexp_1166,
+        .call = call_logsumexp_1170,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23409,10 +23473,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1236 sample 0",
+        .where = "ops.yaml:1238 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_1168,
+        .call = call_var_1172,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23420,10 +23484,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1236 sample 1",
+        .where = "ops.yaml:1238 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_1169,
+        .call = call_var_1173,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23431,11 +23495,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1236 sample 2",
+        .where = "ops.yaml:1238 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_var_1170,
+        .call = call_var_1174,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23443,10 +23507,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1236 sample 3",
+        .where = "ops.yaml:1238 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_1171,
+        .call = call_var_1175,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23454,10 +23518,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1251 sample 0",
+        .where = "ops.yaml:1253 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_std_1174,
+        .call = call_std_1178,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23465,10 +23529,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1251 sample 1",
+        .where = "ops.yaml:1253 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_std_1175,
+        .call = call_std_1179,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23476,11 +23540,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1251 sample 2",
+        .where = "ops.yaml:1253 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_std_1176,
+        .call = call_std_1180,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23488,10 +23552,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1269 sample 0",
+        .where = "ops.yaml:1271 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_1179,
+        .call = call_linalg_vector_norm_1183,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23499,10 +23563,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1269 sample 1",
+        .where = "ops.yaml:1271 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_1180,
+        .call = call_linalg_vector_norm_1184,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23510,11 +23574,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1269 sample 2",
+        .where = "ops.yaml:1271 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_linalg_vector_norm_1181,
+        .call = call_linalg_vector_norm_1185,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23522,10 +23586,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1269 sample 3",
+        .where = "ops.yaml:1271 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_1182,
+        .call = call_linalg_vector_norm_1186,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -23533,36 +23597,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1356 sample 0",
+        .where = "ops.yaml:1358 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1186,
-        .call_inplace = NULL,
-        .call_out = out_mm_1187,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mm",
-        .where = "ops.yaml:1356 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] =
-            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_1188,
-        .call_inplace = NULL,
-        .call_out = out_mm_1189,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mm",
-        .where = "ops.yaml:1356 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_mm_1190,
         .call_inplace = NULL,
         .call_out = out_mm_1191,
@@ -23571,10 +23609,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1356 sample 3",
+        .where = "ops.yaml:1358 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_mm_1192,
         .call_inplace = NULL,
         .call_out = out_mm_1193,
@@ -23583,35 +23623,34 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1356 sample 4",
+        .where = "ops.yaml:1358 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I32},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I32},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_mm_1194,
         .call_inplace = NULL,
         .call_out = out_mm_1195,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1356 sample 5",
+        .where = "ops.yaml:1358 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_U8, .high = 256},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_U8, .high = 256},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_mm_1196,
         .call_inplace = NULL,
         .call_out = out_mm_1197,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1356 sample 6",
+        .where = "ops.yaml:1358 sample 4",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I32},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I32},
         .call = call_mm_1198,
         .call_inplace = NULL,
         .call_out = out_mm_1199,
@@ -23619,59 +23658,36 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "mm",
+        .where = "ops.yaml:1358 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_U8, .high = 256},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_U8, .high = 256},
+        .call = call_mm_1200,
+        .call_inplace = NULL,
+        .call_out = out_mm_1201,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm",
+        .where = "ops.yaml:1358 sample 6",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I64},
+        .call = call_mm_1202,
+        .call_inplace = NULL,
+        .call_out = out_mm_1203,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "matmul",
-        .where = "ops.yaml:1377 sample 0",
+        .where = "ops.yaml:1379 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1204,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1377 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1205,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1377 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1206,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1377 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1207,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1377 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1208,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23680,10 +23696,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1377 sample 5",
+        .where = "ops.yaml:1379 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1209,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23692,14 +23708,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1377 sample 6",
+        .where = "ops.yaml:1379 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1210,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23708,10 +23720,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1377 sample 7",
+        .where = "ops.yaml:1379 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1211,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23720,10 +23732,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1377 sample 8",
+        .where = "ops.yaml:1379 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1212,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23732,14 +23744,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1377 sample 9",
+        .where = "ops.yaml:1379 sample 5",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 2, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1213,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23748,10 +23756,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1377 sample 10",
+        .where = "ops.yaml:1379 sample 6",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_matmul_1214,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23760,10 +23772,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1377 sample 11",
+        .where = "ops.yaml:1379 sample 7",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1215,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23771,20 +23783,72 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:1379 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1216,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1379 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_1217,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1379 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1218,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1379 sample 11",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
+        .call = call_matmul_1219,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "bmm",
-        .where = "ops.yaml:1408 sample 0",
+        .where = "ops.yaml:1410 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1219,
+        .call = call_bmm_1223,
         .call_inplace = NULL,
-        .call_out = out_bmm_1220,
+        .call_out = out_bmm_1224,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1408 sample 1",
+        .where = "ops.yaml:1410 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -23796,30 +23860,6 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_1221,
-        .call_inplace = NULL,
-        .call_out = out_bmm_1222,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "bmm",
-        .where = "ops.yaml:1408 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1223,
-        .call_inplace = NULL,
-        .call_out = out_bmm_1224,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "bmm",
-        .where = "ops.yaml:1408 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_bmm_1225,
         .call_inplace = NULL,
         .call_out = out_bmm_1226,
@@ -23828,49 +23868,45 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1408 sample 4",
+        .where = "ops.yaml:1410 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I16},
-        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_I16},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_bmm_1227,
         .call_inplace = NULL,
         .call_out = out_bmm_1228,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:1410 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_1229,
+        .call_inplace = NULL,
+        .call_out = out_bmm_1230,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:1410 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I16},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_I16},
+        .call = call_bmm_1231,
+        .call_inplace = NULL,
+        .call_out = out_bmm_1232,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1436 sample 0",
+        .where = "ops.yaml:1438 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1234,
-        .call_inplace = NULL,
-        .call_out = out_addmm_1235,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "addmm",
-        .where = "ops.yaml:1436 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] =
-            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_1236,
-        .call_inplace = NULL,
-        .call_out = out_addmm_1237,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "addmm",
-        .where = "ops.yaml:1436 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .call = call_addmm_1238,
@@ -23881,11 +23917,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1436 sample 3",
+        .where = "ops.yaml:1438 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_addmm_1240,
         .call_inplace = NULL,
         .call_out = out_addmm_1241,
@@ -23894,11 +23932,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1436 sample 4",
+        .where = "ops.yaml:1438 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .call = call_addmm_1242,
         .call_inplace = NULL,
         .call_out = out_addmm_1243,
@@ -23907,71 +23945,63 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1436 sample 5",
+        .where = "ops.yaml:1438 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_1244,
+        .call_inplace = NULL,
+        .call_out = out_addmm_1245,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:1438 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_1246,
+        .call_inplace = NULL,
+        .call_out = out_addmm_1247,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:1438 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I64},
-        .call = call_addmm_1244,
+        .call = call_addmm_1248,
         .call_inplace = NULL,
-        .call_out = out_addmm_1245,
+        .call_out = out_addmm_1249,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1436 sample 6",
+        .where = "ops.yaml:1438 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I8, .high = 100},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I8, .high = 100},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_I8, .high = 100},
-        .call = call_addmm_1246,
+        .call = call_addmm_1250,
         .call_inplace = NULL,
-        .call_out = out_addmm_1247,
+        .call_out = out_addmm_1251,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1470 sample 0",
+        .where = "ops.yaml:1472 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1255,
-        .call_inplace = NULL,
-        .call_out = out_baddbmm_1256,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "baddbmm",
-        .where = "ops.yaml:1470 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1257,
-        .call_inplace = NULL,
-        .call_out = out_baddbmm_1258,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "baddbmm",
-        .where = "ops.yaml:1470 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2",
-                      .dim = 3,
-                      .sizes = {2, 5, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
         .call = call_baddbmm_1259,
         .call_inplace = NULL,
         .call_out = out_baddbmm_1260,
@@ -23980,11 +24010,15 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1470 sample 3",
+        .where = "ops.yaml:1472 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
         .call = call_baddbmm_1261,
         .call_inplace = NULL,
         .call_out = out_baddbmm_1262,
@@ -23993,11 +24027,15 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1470 sample 4",
+        .where = "ops.yaml:1472 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
         .call = call_baddbmm_1263,
         .call_inplace = NULL,
         .call_out = out_baddbmm_1264,
@@ -24006,24 +24044,50 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1470 sample 5",
+        .where = "ops.yaml:1472 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_1265,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_1266,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:1472 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_1267,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_1268,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:1472 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_I32},
-        .call = call_baddbmm_1265,
+        .call = call_baddbmm_1269,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1266,
+        .call_out = out_baddbmm_1270,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1492 sample 0",
+        .where = "ops.yaml:1494 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1276,
+        .call = call_dot_1280,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24031,11 +24095,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1492 sample 1",
+        .where = "ops.yaml:1494 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1277,
+        .call = call_dot_1281,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24043,11 +24107,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1492 sample 2",
+        .where = "ops.yaml:1494 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1278,
+        .call = call_dot_1282,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24055,11 +24119,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1492 sample 3",
+        .where = "ops.yaml:1494 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
-        .call = call_dot_1279,
+        .call = call_dot_1283,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24067,11 +24131,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1510 sample 0",
+        .where = "ops.yaml:1512 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1284,
+        .call = call_outer_1288,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24079,11 +24143,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1510 sample 1",
+        .where = "ops.yaml:1512 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1285,
+        .call = call_outer_1289,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24091,11 +24155,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1510 sample 2",
+        .where = "ops.yaml:1512 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1286,
+        .call = call_outer_1290,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24103,11 +24167,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1510 sample 3",
+        .where = "ops.yaml:1512 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
-        .call = call_outer_1287,
+        .call = call_outer_1291,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24115,67 +24179,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 0",
+        .where = "ops.yaml:1536 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1291,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1534 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1292,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1534 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1293,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1534 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1294,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1534 sample 4",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1295,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24184,9 +24193,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 5",
+        .where = "ops.yaml:1536 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
@@ -24198,11 +24207,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 6",
+        .where = "ops.yaml:1536 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1297,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24211,10 +24219,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 7",
-        .n_inputs = 2,
+        .where = "ops.yaml:1536 sample 3",
+        .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1298,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24223,10 +24233,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 8",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1536 sample 4",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1299,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24235,10 +24248,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 9",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1536 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1300,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24247,10 +24262,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 10",
+        .where = "ops.yaml:1536 sample 6",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_linear_1301,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24259,12 +24275,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 11",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1536 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1302,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24273,12 +24287,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1534 sample 12",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .optional = true},
+        .where = "ops.yaml:1536 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1303,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24286,13 +24298,52 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm_mat1_backward",
-        .where = "ops.yaml:1563 sample 0",
+        .op = "linear",
+        .where = "ops.yaml:1536 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_1304,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1536 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_1305,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1536 sample 11",
         .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1309,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_1306,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1536 sample 12",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .optional = true},
+        .call = call_linear_1307,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24300,14 +24351,27 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1563 sample 1",
+        .where = "ops.yaml:1565 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat1_backward_1313,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:1565 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1310,
+        .call = call_mm_mat1_backward_1314,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24315,12 +24379,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1563 sample 2",
+        .where = "ops.yaml:1565 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1311,
+        .call = call_mm_mat1_backward_1315,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24328,13 +24392,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1563 sample 3",
+        .where = "ops.yaml:1565 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1312,
+        .call = call_mm_mat1_backward_1316,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24342,12 +24406,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1584 sample 0",
+        .where = "ops.yaml:1586 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1317,
+        .call = call_mm_mat2_backward_1321,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24355,14 +24419,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1584 sample 1",
+        .where = "ops.yaml:1586 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1318,
+        .call = call_mm_mat2_backward_1322,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24370,13 +24434,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1584 sample 2",
+        .where = "ops.yaml:1586 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1319,
+        .call = call_mm_mat2_backward_1323,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24384,12 +24448,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1584 sample 3",
+        .where = "ops.yaml:1586 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1320,
+        .call = call_mm_mat2_backward_1324,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24397,10 +24461,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1602 sample 0",
+        .where = "ops.yaml:1604 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1325,
+        .call = call_t_1329,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24408,10 +24472,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1602 sample 1",
+        .where = "ops.yaml:1604 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1326,
+        .call = call_t_1330,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24419,10 +24483,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1613 sample 0",
+        .where = "ops.yaml:1615 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1328,
+        .call = call_transpose_1332,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24430,10 +24494,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1613 sample 1",
+        .where = "ops.yaml:1615 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1329,
+        .call = call_transpose_1333,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24441,10 +24505,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1627 sample 0",
+        .where = "ops.yaml:1629 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_1332,
+        .call = call_permute_1336,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24452,10 +24516,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1636 sample 0",
+        .where = "ops.yaml:1638 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1335,
+        .call = call_view_1339,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24463,10 +24527,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1636 sample 1",
+        .where = "ops.yaml:1638 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1336,
+        .call = call_view_1340,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24474,10 +24538,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1646 sample 0",
+        .where = "ops.yaml:1648 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1337,
+        .call = call_reshape_1341,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24485,11 +24549,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1646 sample 1",
+        .where = "ops.yaml:1648 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1338,
+        .call = call_reshape_1342,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24497,10 +24561,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1656 sample 0",
+        .where = "ops.yaml:1658 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1339,
+        .call = call_expand_1343,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24508,10 +24572,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1656 sample 1",
+        .where = "ops.yaml:1658 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1340,
+        .call = call_expand_1344,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24519,10 +24583,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1666 sample 0",
+        .where = "ops.yaml:1668 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1341,
+        .call = call_squeeze_1345,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24530,10 +24594,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1676 sample 0",
+        .where = "ops.yaml:1678 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1342,
+        .call = call_squeeze_dim_1346,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24541,10 +24605,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1676 sample 1",
+        .where = "ops.yaml:1678 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1343,
+        .call = call_squeeze_dim_1347,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24552,10 +24616,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1687 sample 0",
+        .where = "ops.yaml:1689 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1345,
+        .call = call_unsqueeze_1349,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24563,10 +24627,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1687 sample 1",
+        .where = "ops.yaml:1689 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1346,
+        .call = call_unsqueeze_1350,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24574,10 +24638,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1701 sample 0",
+        .where = "ops.yaml:1703 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1348,
+        .call = call_slice_1352,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24585,10 +24649,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1701 sample 1",
+        .where = "ops.yaml:1703 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1349,
+        .call = call_slice_1353,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24596,10 +24660,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1712 sample 0",
+        .where = "ops.yaml:1714 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1352,
+        .call = call_select_1356,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24607,10 +24671,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1712 sample 1",
+        .where = "ops.yaml:1714 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1353,
+        .call = call_select_1357,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24618,11 +24682,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1722 sample 0",
+        .where = "ops.yaml:1724 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1355,
+        .call = call_contiguous_1359,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24630,54 +24694,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1735 sample 0",
+        .where = "ops.yaml:1737 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1356,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "flatten.using_ints",
-        .where = "ops.yaml:1735 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1357,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "flatten.using_ints",
-        .where = "ops.yaml:1735 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flatten_1358,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "flatten.using_ints",
-        .where = "ops.yaml:1735 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1359,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "flatten.using_ints",
-        .where = "ops.yaml:1735 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1360,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24685,11 +24704,56 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1737 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1361,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1737 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_flatten_1362,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1737 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1363,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1737 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1364,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "unflatten.int",
-        .where = "ops.yaml:1754 sample 0",
+        .where = "ops.yaml:1756 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1364,
+        .call = call_unflatten_1368,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24697,10 +24761,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1754 sample 1",
+        .where = "ops.yaml:1756 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1365,
+        .call = call_unflatten_1369,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24708,11 +24772,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1754 sample 2",
+        .where = "ops.yaml:1756 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unflatten_1366,
+        .call = call_unflatten_1370,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24720,10 +24784,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1754 sample 3",
+        .where = "ops.yaml:1756 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1367,
+        .call = call_unflatten_1371,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24731,10 +24795,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1766 sample 0",
+        .where = "ops.yaml:1768 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1371,
+        .call = call_broadcast_to_1375,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24742,10 +24806,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1766 sample 1",
+        .where = "ops.yaml:1768 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1372,
+        .call = call_broadcast_to_1376,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24753,11 +24817,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1766 sample 2",
+        .where = "ops.yaml:1768 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_broadcast_to_1373,
+        .call = call_broadcast_to_1377,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24765,10 +24829,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1766 sample 3",
+        .where = "ops.yaml:1768 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1374,
+        .call = call_broadcast_to_1378,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24776,10 +24840,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1784 sample 0",
+        .where = "ops.yaml:1786 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1375,
+        .call = call_narrow_1379,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24787,10 +24851,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1784 sample 1",
+        .where = "ops.yaml:1786 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1376,
+        .call = call_narrow_1380,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24798,11 +24862,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1784 sample 2",
+        .where = "ops.yaml:1786 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_narrow_1377,
+        .call = call_narrow_1381,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24810,10 +24874,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1784 sample 3",
+        .where = "ops.yaml:1786 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1378,
+        .call = call_narrow_1382,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24821,54 +24885,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1799 sample 0",
+        .where = "ops.yaml:1801 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1382,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "repeat",
-        .where = "ops.yaml:1799 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1383,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "repeat",
-        .where = "ops.yaml:1799 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_repeat_1384,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "repeat",
-        .where = "ops.yaml:1799 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1385,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "repeat",
-        .where = "ops.yaml:1799 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1386,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24877,9 +24896,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1799 sample 5",
+        .where = "ops.yaml:1801 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1387,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24887,55 +24906,55 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "flip",
-        .where = "ops.yaml:1814 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1389,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "flip",
-        .where = "ops.yaml:1814 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1390,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "flip",
-        .where = "ops.yaml:1814 sample 2",
+        .op = "repeat",
+        .where = "ops.yaml:1801 sample 2",
         .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flip_1391,
+            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_repeat_1388,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "flip",
-        .where = "ops.yaml:1814 sample 3",
+        .op = "repeat",
+        .where = "ops.yaml:1801 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1392,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1389,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "flip",
-        .where = "ops.yaml:1814 sample 4",
+        .op = "repeat",
+        .where = "ops.yaml:1801 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1390,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1801 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1391,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1816 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1393,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24943,45 +24962,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "roll",
-        .where = "ops.yaml:1831 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1395,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "roll",
-        .where = "ops.yaml:1831 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1396,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "roll",
-        .where = "ops.yaml:1831 sample 2",
+        .op = "flip",
+        .where = "ops.yaml:1816 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1397,
+        .call = call_flip_1394,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "roll",
-        .where = "ops.yaml:1831 sample 3",
+        .op = "flip",
+        .where = "ops.yaml:1816 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_roll_1398,
+        .call = call_flip_1395,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1816 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1396,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1816 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1397,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24989,9 +25008,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1831 sample 4",
+        .where = "ops.yaml:1833 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1399,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24999,45 +25018,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "tril",
-        .where = "ops.yaml:1855 sample 0",
+        .op = "roll",
+        .where = "ops.yaml:1833 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1402,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1400,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "tril",
-        .where = "ops.yaml:1855 sample 1",
+        .op = "roll",
+        .where = "ops.yaml:1833 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1403,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1401,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "tril",
-        .where = "ops.yaml:1855 sample 2",
+        .op = "roll",
+        .where = "ops.yaml:1833 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tril_1404,
+        .call = call_roll_1402,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "tril",
-        .where = "ops.yaml:1855 sample 3",
+        .op = "roll",
+        .where = "ops.yaml:1833 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1405,
+        .call = call_roll_1403,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25045,9 +25064,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1855 sample 4",
+        .where = "ops.yaml:1857 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1406,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25055,55 +25074,55 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "triu",
-        .where = "ops.yaml:1871 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1408,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "triu",
-        .where = "ops.yaml:1871 sample 1",
+        .op = "tril",
+        .where = "ops.yaml:1857 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1409,
+        .call = call_tril_1407,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "triu",
-        .where = "ops.yaml:1871 sample 2",
+        .op = "tril",
+        .where = "ops.yaml:1857 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_triu_1410,
+        .call = call_tril_1408,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "triu",
-        .where = "ops.yaml:1871 sample 3",
+        .op = "tril",
+        .where = "ops.yaml:1857 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1411,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1409,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "triu",
-        .where = "ops.yaml:1871 sample 4",
+        .op = "tril",
+        .where = "ops.yaml:1857 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1410,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1873 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1412,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25111,55 +25130,55 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "pad",
-        .where = "ops.yaml:1885 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1414,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1885 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1415,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1885 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_pad_1416,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1885 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1417,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1885 sample 4",
+        .op = "triu",
+        .where = "ops.yaml:1873 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1413,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1873 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_triu_1414,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1873 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1415,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1873 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1887 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1418,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25168,9 +25187,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1885 sample 5",
+        .where = "ops.yaml:1887 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1419,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25179,9 +25198,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1885 sample 6",
+        .where = "ops.yaml:1887 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_pad_1420,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25190,13 +25210,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1885 sample 7",
+        .where = "ops.yaml:1887 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1421,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25205,7 +25221,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1885 sample 8",
+        .where = "ops.yaml:1887 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1422,
@@ -25216,7 +25232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1885 sample 9",
+        .where = "ops.yaml:1887 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1423,
@@ -25227,7 +25243,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1885 sample 10",
+        .where = "ops.yaml:1887 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1424,
@@ -25237,40 +25253,59 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "pad",
+        .where = "ops.yaml:1887 sample 7",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pad_1425,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1887 sample 8",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1426,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1887 sample 9",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1887 sample 10",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "cat",
-        .where = "ops.yaml:1908 sample 0",
+        .where = "ops.yaml:1910 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1426,
-        .call_inplace = NULL,
-        .call_out = out_cat_1427,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "cat",
-        .where = "ops.yaml:1908 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1428,
-        .call_inplace = NULL,
-        .call_out = out_cat_1429,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "cat",
-        .where = "ops.yaml:1908 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors",
-                      .dim = 2,
-                      .sizes = {3, 2},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cat_1430,
         .call_inplace = NULL,
         .call_out = out_cat_1431,
@@ -25279,11 +25314,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1908 sample 3",
+        .where = "ops.yaml:1910 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .call = call_cat_1432,
         .call_inplace = NULL,
         .call_out = out_cat_1433,
@@ -25292,10 +25327,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1908 sample 4",
+        .where = "ops.yaml:1910 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cat_1434,
         .call_inplace = NULL,
         .call_out = out_cat_1435,
@@ -25303,64 +25342,36 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "stack",
-        .where = "ops.yaml:1929 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1436,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1929 sample 1",
+        .op = "cat",
+        .where = "ops.yaml:1910 sample 3",
         .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1436,
+        .call_inplace = NULL,
+        .call_out = out_cat_1437,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1910 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = call_cat_1438,
+        .call_inplace = NULL,
+        .call_out = out_cat_1439,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1931 sample 0",
+        .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1437,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1929 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors",
-                      .dim = 2,
-                      .sizes = {3, 2},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1438,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1929 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1439,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "stack",
-        .where = "ops.yaml:1929 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_stack_1440,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25368,33 +25379,63 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "stack",
+        .where = "ops.yaml:1931 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1441,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1931 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1442,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1931 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1443,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1931 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1444,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "split.Tensor",
-        .where = "ops.yaml:1943 sample 0",
+        .where = "ops.yaml:1945 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1441,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "split.Tensor",
-        .where = "ops.yaml:1943 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1443,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "split.Tensor",
-        .where = "ops.yaml:1943 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_split_1445,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25403,9 +25444,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1943 sample 3",
+        .where = "ops.yaml:1945 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_split_1447,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25413,33 +25454,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "split_with_sizes",
-        .where = "ops.yaml:1956 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1449,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "split_with_sizes",
-        .where = "ops.yaml:1956 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1451,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "split_with_sizes",
-        .where = "ops.yaml:1956 sample 2",
+        .op = "split.Tensor",
+        .where = "ops.yaml:1945 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_split_1449,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1945 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1451,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split_with_sizes",
+        .where = "ops.yaml:1958 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_split_with_sizes_1453,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25448,9 +25489,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1956 sample 3",
+        .where = "ops.yaml:1958 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_split_with_sizes_1455,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25458,33 +25499,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "chunk",
-        .where = "ops.yaml:1969 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1457,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "chunk",
-        .where = "ops.yaml:1969 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1459,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "chunk",
-        .where = "ops.yaml:1969 sample 2",
+        .op = "split_with_sizes",
+        .where = "ops.yaml:1958 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_split_with_sizes_1457,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split_with_sizes",
+        .where = "ops.yaml:1958 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_with_sizes_1459,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1971 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_chunk_1461,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25493,9 +25534,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1969 sample 3",
+        .where = "ops.yaml:1971 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_chunk_1463,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25503,33 +25544,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "unbind.int",
-        .where = "ops.yaml:1982 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1465,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "unbind.int",
-        .where = "ops.yaml:1982 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1467,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "unbind.int",
-        .where = "ops.yaml:1982 sample 2",
+        .op = "chunk",
+        .where = "ops.yaml:1971 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_chunk_1465,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1971 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1467,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1984 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unbind_1469,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25538,9 +25579,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1982 sample 3",
+        .where = "ops.yaml:1984 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unbind_1471,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25548,36 +25589,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "unbind.int",
+        .where = "ops.yaml:1984 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unbind_1473,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1984 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1475,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "index_select",
-        .where = "ops.yaml:1999 sample 0",
+        .where = "ops.yaml:2001 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1473,
-        .call_inplace = NULL,
-        .call_out = out_index_select_1474,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_select",
-        .where = "ops.yaml:1999 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1475,
-        .call_inplace = NULL,
-        .call_out = out_index_select_1476,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_select",
-        .where = "ops.yaml:1999 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
         .call = call_index_select_1477,
         .call_inplace = NULL,
         .call_out = out_index_select_1478,
@@ -25586,10 +25625,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1999 sample 3",
+        .where = "ops.yaml:2001 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
         .call = call_index_select_1479,
         .call_inplace = NULL,
         .call_out = out_index_select_1480,
@@ -25598,10 +25637,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1999 sample 4",
+        .where = "ops.yaml:2001 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
         .call = call_index_select_1481,
         .call_inplace = NULL,
         .call_out = out_index_select_1482,
@@ -25610,10 +25650,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1999 sample 5",
+        .where = "ops.yaml:2001 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
         .call = call_index_select_1483,
         .call_inplace = NULL,
         .call_out = out_index_select_1484,
@@ -25621,40 +25661,36 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "index_select",
+        .where = "ops.yaml:2001 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_index_select_1485,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1486,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:2001 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_index_select_1487,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1488,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "index_add",
-        .where = "ops.yaml:2023 sample 0",
+        .where = "ops.yaml:2025 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1487,
-        .call_inplace = NULL,
-        .call_out = out_index_add_1488,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_add",
-        .where = "ops.yaml:2023 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
-        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1489,
-        .call_inplace = NULL,
-        .call_out = out_index_add_1490,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_add",
-        .where = "ops.yaml:2023 sample 2",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .inputs[2] =
-            {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_index_add_1491,
         .call_inplace = NULL,
         .call_out = out_index_add_1492,
@@ -25663,11 +25699,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2023 sample 3",
+        .where = "ops.yaml:2025 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
-        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_index_add_1493,
         .call_inplace = NULL,
         .call_out = out_index_add_1494,
@@ -25676,11 +25712,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2023 sample 4",
+        .where = "ops.yaml:2025 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
-        .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] =
+            {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_index_add_1495,
         .call_inplace = NULL,
         .call_out = out_index_add_1496,
@@ -25688,39 +25726,38 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "index_add",
+        .where = "ops.yaml:2025 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1497,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1498,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:2025 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1499,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1500,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "index_copy",
-        .where = "ops.yaml:2038 sample 0",
+        .where = "ops.yaml:2040 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1499,
-        .call_inplace = NULL,
-        .call_out = out_index_copy_1500,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_copy",
-        .where = "ops.yaml:2038 sample 1",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
-        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1501,
-        .call_inplace = NULL,
-        .call_out = out_index_copy_1502,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "index_copy",
-        .where = "ops.yaml:2038 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
-        .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
         .call = call_index_copy_1503,
         .call_inplace = NULL,
         .call_out = out_index_copy_1504,
@@ -25728,36 +25765,38 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "index_copy",
+        .where = "ops.yaml:2040 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1505,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1506,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:2040 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1507,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1508,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "gather",
-        .where = "ops.yaml:2051 sample 0",
+        .where = "ops.yaml:2053 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1507,
-        .call_inplace = NULL,
-        .call_out = out_gather_1508,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "gather",
-        .where = "ops.yaml:2051 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_1509,
-        .call_inplace = NULL,
-        .call_out = out_gather_1510,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "gather",
-        .where = "ops.yaml:2051 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .call = call_gather_1511,
         .call_inplace = NULL,
         .call_out = out_gather_1512,
@@ -25766,10 +25805,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2051 sample 3",
+        .where = "ops.yaml:2053 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .call = call_gather_1513,
         .call_inplace = NULL,
         .call_out = out_gather_1514,
@@ -25778,10 +25817,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2051 sample 4",
+        .where = "ops.yaml:2053 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .call = call_gather_1515,
         .call_inplace = NULL,
         .call_out = out_gather_1516,
@@ -25789,39 +25829,36 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "gather",
+        .where = "ops.yaml:2053 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
+        .call = call_gather_1517,
+        .call_inplace = NULL,
+        .call_out = out_gather_1518,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:2053 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_gather_1519,
+        .call_inplace = NULL,
+        .call_out = out_gather_1520,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "scatter.src",
-        .where = "ops.yaml:2074 sample 0",
+        .where = "ops.yaml:2076 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1519,
-        .call_inplace = NULL,
-        .call_out = out_scatter_1520,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter.src",
-        .where = "ops.yaml:2074 sample 1",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1521,
-        .call_inplace = NULL,
-        .call_out = out_scatter_1522,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter.src",
-        .where = "ops.yaml:2074 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_1523,
         .call_inplace = NULL,
         .call_out = out_scatter_1524,
@@ -25830,11 +25867,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2074 sample 3",
+        .where = "ops.yaml:2076 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_1525,
         .call_inplace = NULL,
         .call_out = out_scatter_1526,
@@ -25842,36 +25880,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "scatter.src",
+        .where = "ops.yaml:2076 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1527,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1528,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:2076 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1529,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1530,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "scatter.value",
-        .where = "ops.yaml:2095 sample 0",
+        .where = "ops.yaml:2097 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_1529,
-        .call_inplace = NULL,
-        .call_out = out_scatter_value_1530,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter.value",
-        .where = "ops.yaml:2095 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_1531,
-        .call_inplace = NULL,
-        .call_out = out_scatter_value_1532,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter.value",
-        .where = "ops.yaml:2095 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .call = call_scatter_value_1533,
         .call_inplace = NULL,
         .call_out = out_scatter_value_1534,
@@ -25879,40 +25918,37 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "scatter.value",
+        .where = "ops.yaml:2097 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_scatter_value_1535,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1536,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:2097 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .call = call_scatter_value_1537,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1538,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "scatter_add",
-        .where = "ops.yaml:2108 sample 0",
+        .where = "ops.yaml:2110 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1537,
-        .call_inplace = NULL,
-        .call_out = out_scatter_add_1538,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter_add",
-        .where = "ops.yaml:2108 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1539,
-        .call_inplace = NULL,
-        .call_out = out_scatter_add_1540,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scatter_add",
-        .where = "ops.yaml:2108 sample 2",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .inputs[2] =
-            {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_scatter_add_1541,
         .call_inplace = NULL,
         .call_out = out_scatter_add_1542,
@@ -25921,11 +25957,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2108 sample 3",
+        .where = "ops.yaml:2110 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_add_1543,
         .call_inplace = NULL,
         .call_out = out_scatter_add_1544,
@@ -25934,11 +25970,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2108 sample 4",
+        .where = "ops.yaml:2110 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] =
+            {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_scatter_add_1545,
         .call_inplace = NULL,
         .call_out = out_scatter_add_1546,
@@ -25946,13 +25984,39 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "scatter_add",
+        .where = "ops.yaml:2110 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1547,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1548,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:2110 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1549,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1550,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "embedding",
-        .where = "ops.yaml:2127 sample 0",
+        .where = "ops.yaml:2129 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1549,
+        .call = call_embedding_1553,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25960,7 +26024,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2127 sample 1",
+        .where = "ops.yaml:2129 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25970,7 +26034,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_1550,
+        .call = call_embedding_1554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25978,11 +26042,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2127 sample 2",
+        .where = "ops.yaml:2129 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_1551,
+        .call = call_embedding_1555,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25990,11 +26054,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2127 sample 3",
+        .where = "ops.yaml:2129 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1552,
+        .call = call_embedding_1556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26002,12 +26066,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2141 sample 0",
+        .where = "ops.yaml:2143 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_1556,
+        .call = call_embedding_dense_backward_1560,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26015,11 +26079,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2141 sample 1",
+        .where = "ops.yaml:2143 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_1557,
+        .call = call_embedding_dense_backward_1561,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26027,10 +26091,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2168 sample 0",
+        .where = "ops.yaml:2170 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_1559,
+        .call = call_one_hot_1563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26038,10 +26102,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2168 sample 1",
+        .where = "ops.yaml:2170 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1560,
+        .call = call_one_hot_1564,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26049,10 +26113,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2168 sample 2",
+        .where = "ops.yaml:2170 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_1561,
+        .call = call_one_hot_1565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26060,10 +26124,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2168 sample 3",
+        .where = "ops.yaml:2170 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1562,
+        .call = call_one_hot_1566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26071,10 +26135,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2180 sample 0",
+        .where = "ops.yaml:2182 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1564,
+        .call = call_nonzero_1568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26082,11 +26146,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2180 sample 1",
+        .where = "ops.yaml:2182 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_1565,
+        .call = call_nonzero_1569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26094,10 +26158,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2180 sample 2",
+        .where = "ops.yaml:2182 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_1566,
+        .call = call_nonzero_1570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26105,10 +26169,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2180 sample 3",
+        .where = "ops.yaml:2182 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1567,
+        .call = call_nonzero_1571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26116,59 +26180,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2193 sample 0",
+        .where = "ops.yaml:2195 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1568,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2193 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1569,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2193 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1570,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2193 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1571,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "masked_select",
-        .where = "ops.yaml:2193 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
         .call = call_masked_select_1572,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26176,55 +26191,59 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argsort",
-        .where = "ops.yaml:2208 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1575,
+        .op = "masked_select",
+        .where = "ops.yaml:2195 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "argsort",
-        .where = "ops.yaml:2208 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1576,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argsort",
-        .where = "ops.yaml:2208 sample 2",
-        .n_inputs = 1,
+        .op = "masked_select",
+        .where = "ops.yaml:2195 sample 2",
+        .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_1577,
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1574,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "argsort",
-        .where = "ops.yaml:2208 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1578,
+        .op = "masked_select",
+        .where = "ops.yaml:2195 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "argsort",
-        .where = "ops.yaml:2208 sample 4",
-        .n_inputs = 1,
+        .op = "masked_select",
+        .where = "ops.yaml:2195 sample 4",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1576,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2210 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1579,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26232,11 +26251,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argsort.stable",
-        .where = "ops.yaml:2224 sample 0",
+        .op = "argsort",
+        .where = "ops.yaml:2210 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_stable_1580,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1580,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2210 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argsort_1581,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2210 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1582,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:2210 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26244,11 +26297,22 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2224 sample 1",
+        .where = "ops.yaml:2226 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_stable_1584,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort.stable",
+        .where = "ops.yaml:2226 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_stable_1581,
+        .call = call_argsort_stable_1585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26256,7 +26320,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2235 sample 0",
+        .where = "ops.yaml:2237 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26265,7 +26329,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 4,
                       .optional = true},
-        .call = call_index_1582,
+        .call = call_index_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26273,7 +26337,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2235 sample 1",
+        .where = "ops.yaml:2237 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26282,7 +26346,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1583,
+        .call = call_index_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26290,7 +26354,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2235 sample 2",
+        .where = "ops.yaml:2237 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26305,7 +26369,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 2,
                       .optional = true},
-        .call = call_index_1584,
+        .call = call_index_1588,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26313,7 +26377,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2235 sample 3",
+        .where = "ops.yaml:2237 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26322,7 +26386,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_index_1585,
+        .call = call_index_1589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26330,12 +26394,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2235 sample 4",
+        .where = "ops.yaml:2237 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
-        .call = call_index_1586,
+        .call = call_index_1590,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26343,7 +26407,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2235 sample 5",
+        .where = "ops.yaml:2237 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26352,7 +26416,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1587,
+        .call = call_index_1591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26360,7 +26424,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2250 sample 0",
+        .where = "ops.yaml:2252 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26370,7 +26434,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 4,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1588,
+        .call = call_index_put_1592,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26378,7 +26442,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2250 sample 1",
+        .where = "ops.yaml:2252 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26388,7 +26452,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1589,
+        .call = call_index_put_1593,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26396,7 +26460,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2250 sample 2",
+        .where = "ops.yaml:2252 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26412,7 +26476,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1590,
+        .call = call_index_put_1594,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26420,7 +26484,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2250 sample 3",
+        .where = "ops.yaml:2252 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26430,7 +26494,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1591,
+        .call = call_index_put_1595,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26438,7 +26502,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2250 sample 4",
+        .where = "ops.yaml:2252 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26448,7 +26512,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1592,
+        .call = call_index_put_1596,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26456,54 +26520,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2265 sample 0 result values",
+        .where = "ops.yaml:2267 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1593,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sort",
-        .where = "ops.yaml:2265 sample 0 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1594,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "sort",
-        .where = "ops.yaml:2265 sample 1 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1595,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sort",
-        .where = "ops.yaml:2265 sample 1 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1596,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "sort",
-        .where = "ops.yaml:2265 sample 2 result values",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_sort_values_1597,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26512,10 +26531,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2265 sample 2 result indices",
+        .where = "ops.yaml:2267 sample 0 result indices",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1598,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26524,9 +26542,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2265 sample 3 result values",
+        .where = "ops.yaml:2267 sample 1 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1599,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26535,9 +26553,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2265 sample 3 result indices",
+        .where = "ops.yaml:2267 sample 1 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1600,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26546,9 +26564,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2265 sample 4 result values",
+        .where = "ops.yaml:2267 sample 2 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_sort_values_1601,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26557,9 +26576,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2265 sample 4 result indices",
+        .where = "ops.yaml:2267 sample 2 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_sort_indices_1602,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26567,22 +26587,44 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "sort.stable",
-        .where = "ops.yaml:2281 sample 0 result values",
+        .op = "sort",
+        .where = "ops.yaml:2267 sample 3 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_values_1603,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1603,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "sort.stable",
-        .where = "ops.yaml:2281 sample 0 result indices",
+        .op = "sort",
+        .where = "ops.yaml:2267 sample 3 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_indices_1604,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1604,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2267 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1605,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:2267 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1606,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26590,11 +26632,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2281 sample 1 result values",
+        .where = "ops.yaml:2283 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_values_1607,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:2283 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_indices_1608,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:2283 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_values_1605,
+        .call = call_sort_stable_values_1609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26602,11 +26666,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2281 sample 1 result indices",
+        .where = "ops.yaml:2283 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_indices_1606,
+        .call = call_sort_stable_indices_1610,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26614,54 +26678,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2295 sample 0 result values",
+        .where = "ops.yaml:2297 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1607,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "topk",
-        .where = "ops.yaml:2295 sample 0 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1608,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "topk",
-        .where = "ops.yaml:2295 sample 1 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1609,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "topk",
-        .where = "ops.yaml:2295 sample 1 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1610,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "topk",
-        .where = "ops.yaml:2295 sample 2 result values",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_topk_values_1611,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26670,10 +26689,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2295 sample 2 result indices",
+        .where = "ops.yaml:2297 sample 0 result indices",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1612,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26682,9 +26700,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2295 sample 3 result values",
+        .where = "ops.yaml:2297 sample 1 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1613,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26693,9 +26711,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2295 sample 3 result indices",
+        .where = "ops.yaml:2297 sample 1 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1614,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26704,9 +26722,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2295 sample 4 result values",
+        .where = "ops.yaml:2297 sample 2 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_topk_values_1615,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26715,9 +26734,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2295 sample 4 result indices",
+        .where = "ops.yaml:2297 sample 2 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_topk_indices_1616,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -26725,11 +26745,55 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "topk",
+        .where = "ops.yaml:2297 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1617,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2297 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1618,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2297 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1619,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:2297 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1620,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2317 sample 0",
+        .where = "ops.yaml:2319 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1617,
+        .call = call_avg_pool2d_1621,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26737,10 +26801,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2317 sample 1",
+        .where = "ops.yaml:2319 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1618,
+        .call = call_avg_pool2d_1622,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26748,14 +26812,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2317 sample 2",
+        .where = "ops.yaml:2319 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_avg_pool2d_1619,
+        .call = call_avg_pool2d_1623,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26763,10 +26827,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2317 sample 3",
+        .where = "ops.yaml:2319 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1620,
+        .call = call_avg_pool2d_1624,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26774,10 +26838,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2336 sample 0",
+        .where = "ops.yaml:2338 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1624,
+        .call = call_adaptive_avg_pool2d_1628,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26785,10 +26849,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2336 sample 1",
+        .where = "ops.yaml:2338 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1625,
+        .call = call_adaptive_avg_pool2d_1629,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26796,14 +26860,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2336 sample 2",
+        .where = "ops.yaml:2338 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_adaptive_avg_pool2d_1626,
+        .call = call_adaptive_avg_pool2d_1630,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26811,10 +26875,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2336 sample 3",
+        .where = "ops.yaml:2338 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1627,
+        .call = call_adaptive_avg_pool2d_1631,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26822,12 +26886,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2351 sample 0",
+        .where = "ops.yaml:2353 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1631,
+        .call = call_avg_pool2d_backward_1635,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26835,11 +26899,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2351 sample 1",
+        .where = "ops.yaml:2353 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1632,
+        .call = call_avg_pool2d_backward_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26847,12 +26911,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2364 sample 0",
+        .where = "ops.yaml:2366 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_1634,
+        .call = call_adaptive_avg_pool2d_backward_1638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26860,13 +26924,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2411 sample 0",
+        .where = "ops.yaml:2413 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1636,
+        .call = call_conv2d_1640,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26874,13 +26938,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2411 sample 1",
+        .where = "ops.yaml:2413 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1637,
+        .call = call_conv2d_1641,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26888,13 +26952,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2411 sample 2",
+        .where = "ops.yaml:2413 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1638,
+        .call = call_conv2d_1642,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26902,7 +26966,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2411 sample 3",
+        .where = "ops.yaml:2413 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -26916,7 +26980,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1639,
+        .call = call_conv2d_1643,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26924,13 +26988,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2411 sample 4",
+        .where = "ops.yaml:2413 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1640,
+        .call = call_conv2d_1644,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26938,11 +27002,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2411 sample 5",
+        .where = "ops.yaml:2413 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_1641,
+        .call = call_conv2d_1645,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26950,13 +27014,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2433 sample 0",
+        .where = "ops.yaml:2435 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1646,
+        .call = call_conv2d_padding_1650,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26964,13 +27028,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2433 sample 1",
+        .where = "ops.yaml:2435 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1647,
+        .call = call_conv2d_padding_1651,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26978,13 +27042,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2433 sample 2",
+        .where = "ops.yaml:2435 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1648,
+        .call = call_conv2d_padding_1652,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26992,13 +27056,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2453 sample 0",
+        .where = "ops.yaml:2455 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1653,
+        .call = call_conv1d_1657,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27006,13 +27070,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2453 sample 1",
+        .where = "ops.yaml:2455 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1654,
+        .call = call_conv1d_1658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27020,14 +27084,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2453 sample 2",
+        .where = "ops.yaml:2455 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1655,
+        .call = call_conv1d_1659,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27035,13 +27099,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2472 sample 0",
+        .where = "ops.yaml:2474 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_1660,
+        .call = call_conv1d_padding_1664,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27049,13 +27113,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2490 sample 0",
+        .where = "ops.yaml:2492 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1665,
+        .call = call_conv_transpose2d_1669,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27063,13 +27127,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2490 sample 1",
+        .where = "ops.yaml:2492 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1666,
+        .call = call_conv_transpose2d_1670,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27077,7 +27141,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2490 sample 2",
+        .where = "ops.yaml:2492 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27087,7 +27151,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1667,
+        .call = call_conv_transpose2d_1671,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27095,11 +27159,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2490 sample 3",
+        .where = "ops.yaml:2492 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1668,
+        .call = call_conv_transpose2d_1672,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27107,13 +27171,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2490 sample 4",
+        .where = "ops.yaml:2492 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1669,
+        .call = call_conv_transpose2d_1673,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27121,11 +27185,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2490 sample 5",
+        .where = "ops.yaml:2492 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1670,
+        .call = call_conv_transpose2d_1674,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27133,12 +27197,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2509 sample 0",
+        .where = "ops.yaml:2511 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1675,
+        .call = call_conv2d_backward_input_1679,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27146,12 +27210,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2509 sample 1",
+        .where = "ops.yaml:2511 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1676,
+        .call = call_conv2d_backward_input_1680,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27159,12 +27223,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2522 sample 0",
+        .where = "ops.yaml:2524 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1678,
+        .call = call_conv2d_backward_weight_1682,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27172,12 +27236,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2522 sample 1",
+        .where = "ops.yaml:2524 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1679,
+        .call = call_conv2d_backward_weight_1683,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27185,11 +27249,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2536 sample 0",
+        .where = "ops.yaml:2538 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1681,
+        .call = call_conv2d_backward_bias_1685,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27197,10 +27261,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2536 sample 1",
+        .where = "ops.yaml:2538 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1682,
+        .call = call_conv2d_backward_bias_1686,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27208,57 +27272,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2554 sample 0 result values",
+        .where = "ops.yaml:2556 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1685,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2554 sample 0 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1686,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2554 sample 1 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1687,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2554 sample 1 result indices",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1688,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2554 sample 2 result values",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
         .call = call_max_pool2d_with_indices_values_1689,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27267,13 +27283,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2554 sample 2 result indices",
+        .where = "ops.yaml:2556 sample 0 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 4,
-                      .sizes = {1, 2, 5, 6},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1690,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27282,9 +27294,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2554 sample 3 result values",
+        .where = "ops.yaml:2556 sample 1 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1691,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27293,9 +27305,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2554 sample 3 result indices",
+        .where = "ops.yaml:2556 sample 1 result indices",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1692,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27303,37 +27315,89 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "max_pool2d",
-        .where = "ops.yaml:2572 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1696,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d",
-        .where = "ops.yaml:2572 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1697,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "max_pool2d",
-        .where = "ops.yaml:2572 sample 2",
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2556 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_1698,
+        .call = call_max_pool2d_with_indices_values_1693,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2556 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_indices_1694,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2556 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1695,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2556 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1696,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2574 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1700,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2574 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1701,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2574 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_1702,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27341,66 +27405,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2597 sample 0",
+        .where = "ops.yaml:2599 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1702,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2597 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1703,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2597 sample 2",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1704,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2597 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1705,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "layer_norm",
-        .where = "ops.yaml:2597 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_layer_norm_1706,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27408,15 +27419,68 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "layer_norm",
+        .where = "ops.yaml:2599 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1707,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:2599 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1708,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:2599 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_layer_norm_1709,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "layer_norm",
+        .where = "ops.yaml:2599 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_layer_norm_1710,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "group_norm",
-        .where = "ops.yaml:2624 sample 0",
+        .where = "ops.yaml:2626 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1712,
+        .call = call_group_norm_1716,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27424,12 +27488,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2624 sample 1",
+        .where = "ops.yaml:2626 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1713,
+        .call = call_group_norm_1717,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27437,7 +27501,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2624 sample 2",
+        .where = "ops.yaml:2626 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27446,7 +27510,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1714,
+        .call = call_group_norm_1718,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27454,14 +27518,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2624 sample 3",
+        .where = "ops.yaml:2626 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1715,
+        .call = call_group_norm_1719,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27469,10 +27533,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2624 sample 4",
+        .where = "ops.yaml:2626 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_group_norm_1716,
+        .call = call_group_norm_1720,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27480,12 +27544,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2648 sample 0",
+        .where = "ops.yaml:2650 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1724,
+        .call = call_rms_norm_1728,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27493,10 +27557,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2648 sample 1",
+        .where = "ops.yaml:2650 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1725,
+        .call = call_rms_norm_1729,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27504,13 +27568,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2648 sample 2",
+        .where = "ops.yaml:2650 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1726,
+        .call = call_rms_norm_1730,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27518,12 +27582,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2648 sample 3",
+        .where = "ops.yaml:2650 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1727,
+        .call = call_rms_norm_1731,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27531,14 +27595,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2682 sample 0",
+        .where = "ops.yaml:2684 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1732,
+        .call = call_batch_norm_1736,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27546,7 +27610,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2682 sample 1",
+        .where = "ops.yaml:2684 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27561,7 +27625,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1733,
+        .call = call_batch_norm_1737,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27569,7 +27633,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2682 sample 2",
+        .where = "ops.yaml:2684 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27590,7 +27654,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1734,
+        .call = call_batch_norm_1738,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27598,7 +27662,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2682 sample 3",
+        .where = "ops.yaml:2684 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27615,7 +27679,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1735,
+        .call = call_batch_norm_1739,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27623,7 +27687,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2682 sample 4",
+        .where = "ops.yaml:2684 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27644,7 +27708,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1736,
+        .call = call_batch_norm_1740,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27652,7 +27716,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2682 sample 5",
+        .where = "ops.yaml:2684 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27669,7 +27733,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1737,
+        .call = call_batch_norm_1741,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27677,14 +27741,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2715 sample 0",
+        .where = "ops.yaml:2717 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1750,
+        .call = call_row_norm_1754,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27692,12 +27756,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2715 sample 1",
+        .where = "ops.yaml:2717 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1751,
+        .call = call_row_norm_1755,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27705,14 +27769,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2746 sample 0",
+        .where = "ops.yaml:2748 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1760,
+        .call = call_batch_norm_training_1764,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27720,7 +27784,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2746 sample 1",
+        .where = "ops.yaml:2748 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27735,7 +27799,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_training_1761,
+        .call = call_batch_norm_training_1765,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27743,54 +27807,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2915 sample 0",
+        .where = "ops.yaml:2917 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1788,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2915 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1789,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2915 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1790,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2915 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1791,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:2915 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1792,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27799,10 +27818,55 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2915 sample 5",
+        .where = "ops.yaml:2917 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1793,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2917 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1794,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2917 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1795,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2917 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1796,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2917 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_softmax_1793,
+        .call = call_softmax_1797,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27810,10 +27874,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2915 sample 6",
+        .where = "ops.yaml:2917 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_softmax_1794,
+        .call = call_softmax_1798,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27821,54 +27885,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2935 sample 0",
+        .where = "ops.yaml:2937 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1797,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2935 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1798,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2935 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1799,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2935 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1800,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log_softmax.int",
-        .where = "ops.yaml:2935 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1801,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -27877,10 +27896,55 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2935 sample 5",
+        .where = "ops.yaml:2937 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1802,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2937 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1803,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2937 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1804,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2937 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1805,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2937 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_log_softmax_1802,
+        .call = call_log_softmax_1806,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27888,10 +27952,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2935 sample 6",
+        .where = "ops.yaml:2937 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_log_softmax_1803,
+        .call = call_log_softmax_1807,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27899,11 +27963,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2955 sample 0",
+        .where = "ops.yaml:2957 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1806,
+        .call = call_softmax_backward_data_1810,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27911,11 +27975,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2955 sample 1",
+        .where = "ops.yaml:2957 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1807,
+        .call = call_softmax_backward_data_1811,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27923,7 +27987,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2955 sample 2",
+        .where = "ops.yaml:2957 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27931,7 +27995,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1808,
+        .call = call_softmax_backward_data_1812,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27939,11 +28003,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2972 sample 0",
+        .where = "ops.yaml:2974 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1812,
+        .call = call_log_softmax_backward_data_1816,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27951,11 +28015,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2972 sample 1",
+        .where = "ops.yaml:2974 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1813,
+        .call = call_log_softmax_backward_data_1817,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27963,7 +28027,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2972 sample 2",
+        .where = "ops.yaml:2974 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27971,7 +28035,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1814,
+        .call = call_log_softmax_backward_data_1818,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27979,54 +28043,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3011 sample 0",
+        .where = "ops.yaml:3013 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1818,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:3011 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1819,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:3011 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1820,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:3011 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1821,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "dropout",
-        .where = "ops.yaml:3011 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1822,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28034,25 +28053,45 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mse_loss",
-        .where = "ops.yaml:3025 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1824,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:3025 sample 1",
-        .n_inputs = 2,
+        .op = "dropout",
+        .where = "ops.yaml:3013 sample 1",
+        .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1825,
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_dropout_1823,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:3013 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1824,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:3013 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1825,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:3013 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1826,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28060,34 +28099,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3025 sample 2",
+        .where = "ops.yaml:3027 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1826,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:3025 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1827,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "mse_loss",
-        .where = "ops.yaml:3025 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_1828,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28095,49 +28110,49 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:3040 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1831,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "l1_loss",
-        .where = "ops.yaml:3040 sample 1",
+        .op = "mse_loss",
+        .where = "ops.yaml:3027 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1832,
+        .call = call_mse_loss_1829,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:3040 sample 2",
+        .op = "mse_loss",
+        .where = "ops.yaml:3027 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1833,
+        .call = call_mse_loss_1830,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:3040 sample 3",
+        .op = "mse_loss",
+        .where = "ops.yaml:3027 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1834,
+        .call = call_mse_loss_1831,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:3027 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1832,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28145,10 +28160,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3040 sample 4",
+        .where = "ops.yaml:3042 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_1835,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28156,49 +28171,49 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3055 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1838,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3055 sample 1",
+        .op = "l1_loss",
+        .where = "ops.yaml:3042 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1839,
+        .call = call_l1_loss_1836,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3055 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1840,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:3055 sample 3",
+        .op = "l1_loss",
+        .where = "ops.yaml:3042 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1841,
+        .call = call_l1_loss_1837,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:3042 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1838,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:3042 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1839,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28206,10 +28221,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3055 sample 4",
+        .where = "ops.yaml:3057 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1842,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28218,10 +28233,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3055 sample 5",
+        .where = "ops.yaml:3057 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_smooth_l1_loss_1843,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28229,49 +28245,48 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3071 sample 0",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3057 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1846,
+        .call = call_smooth_l1_loss_1844,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3071 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1847,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "huber_loss",
-        .where = "ops.yaml:3071 sample 2",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3057 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1848,
+        .call = call_smooth_l1_loss_1845,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:3071 sample 3",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3057 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1849,
+        .call = call_smooth_l1_loss_1846,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:3057 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1847,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28279,10 +28294,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3071 sample 4",
+        .where = "ops.yaml:3073 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_huber_loss_1850,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28290,49 +28305,98 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3088 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1853,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "unit",
-    },
-    {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3088 sample 1",
+        .op = "huber_loss",
+        .where = "ops.yaml:3073 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1854,
+        .call = call_huber_loss_1851,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
-        .domain = "unit",
+        .differentiable = false,
+        .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3088 sample 2",
+        .op = "huber_loss",
+        .where = "ops.yaml:3073 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1855,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1852,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
-        .domain = "unit",
+        .differentiable = false,
+        .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3088 sample 3",
+        .op = "huber_loss",
+        .where = "ops.yaml:3073 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1853,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:3073 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1856,
+        .call = call_huber_loss_1854,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3090 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_elementwise_1857,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3090 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_elementwise_1858,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3090 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_elementwise_1859,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy_elementwise",
+        .where = "ops.yaml:3090 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_elementwise_1860,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28340,11 +28404,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3103 sample 0",
+        .where = "ops.yaml:3105 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1859,
+        .call = call_binary_cross_entropy_1863,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28352,12 +28416,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3103 sample 1",
+        .where = "ops.yaml:3105 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1860,
+        .call = call_binary_cross_entropy_1864,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28365,7 +28429,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3103 sample 2",
+        .where = "ops.yaml:3105 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28375,7 +28439,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1861,
+        .call = call_binary_cross_entropy_1865,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28383,11 +28447,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3103 sample 3",
+        .where = "ops.yaml:3105 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1862,
+        .call = call_binary_cross_entropy_1866,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28395,7 +28459,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3103 sample 4",
+        .where = "ops.yaml:3105 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -28405,7 +28469,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1863,
+        .call = call_binary_cross_entropy_1867,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28413,7 +28477,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3103 sample 5",
+        .where = "ops.yaml:3105 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28423,7 +28487,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1864,
+        .call = call_binary_cross_entropy_1868,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28431,11 +28495,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3119 sample 0",
+        .where = "ops.yaml:3121 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1868,
+        .call = call_binary_cross_entropy_with_logits_1872,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28443,7 +28507,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3119 sample 1",
+        .where = "ops.yaml:3121 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28454,7 +28518,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1869,
+        .call = call_binary_cross_entropy_with_logits_1873,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28462,7 +28526,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3119 sample 2",
+        .where = "ops.yaml:3121 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28478,7 +28542,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1870,
+        .call = call_binary_cross_entropy_with_logits_1874,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28486,7 +28550,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3119 sample 3",
+        .where = "ops.yaml:3121 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28496,7 +28560,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1871,
+        .call = call_binary_cross_entropy_with_logits_1875,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28504,7 +28568,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3119 sample 4",
+        .where = "ops.yaml:3121 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28514,7 +28578,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1872,
+        .call = call_binary_cross_entropy_with_logits_1876,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28522,11 +28586,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3119 sample 5",
+        .where = "ops.yaml:3121 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1873,
+        .call = call_binary_cross_entropy_with_logits_1877,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28534,11 +28598,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3142 sample 0",
+        .where = "ops.yaml:3144 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1878,
+        .call = call_nll_loss_1882,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28546,7 +28610,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3142 sample 1",
+        .where = "ops.yaml:3144 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28556,7 +28620,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1879,
+        .call = call_nll_loss_1883,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28564,7 +28628,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3142 sample 2",
+        .where = "ops.yaml:3144 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28574,7 +28638,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1880,
+        .call = call_nll_loss_1884,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28582,12 +28646,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3142 sample 3",
+        .where = "ops.yaml:3144 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1881,
+        .call = call_nll_loss_1885,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28595,7 +28659,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3142 sample 4",
+        .where = "ops.yaml:3144 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28605,7 +28669,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1882,
+        .call = call_nll_loss_1886,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28613,11 +28677,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3142 sample 5",
+        .where = "ops.yaml:3144 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1883,
+        .call = call_nll_loss_1887,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28625,76 +28689,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 0",
+        .where = "ops.yaml:3167 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1889,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1890,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1891,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1892,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1893,
         .call_inplace = NULL,
@@ -28704,10 +28701,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3167 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1894,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28716,10 +28719,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 6",
+        .where = "ops.yaml:3167 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "weight",
                       .dim = 1,
                       .sizes = {6},
@@ -28734,10 +28737,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3167 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1896,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28746,12 +28755,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 8",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3167 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1897,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28760,12 +28768,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 9",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3167 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1898,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28774,11 +28780,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 10",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3167 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1899,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28787,12 +28798,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3165 sample 11",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3167 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1900,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28800,72 +28809,66 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3191 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1906,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3191 sample 1",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3167 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_index_1907,
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1901,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3191 sample 2",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3167 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1902,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3167 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1908,
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1903,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:3191 sample 3",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3167 sample 11",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_index_1909,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1904,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3191 sample 4",
+        .where = "ops.yaml:3193 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1910,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28874,10 +28877,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3191 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:3193 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_index_1911,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28886,10 +28895,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3191 sample 6",
+        .where = "ops.yaml:3193 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1912,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28897,13 +28907,67 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3193 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_index_1913,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3193 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1914,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3193 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1915,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:3193 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1916,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3230 sample 0",
+        .where = "ops.yaml:3232 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1916,
+        .call = call_scaled_dot_product_attention_1920,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28911,7 +28975,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3230 sample 1",
+        .where = "ops.yaml:3232 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -28921,7 +28985,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1917,
+        .call = call_scaled_dot_product_attention_1921,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28929,7 +28993,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3230 sample 2",
+        .where = "ops.yaml:3232 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -28939,63 +29003,6 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1918,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3230 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1919,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3230 sample 4",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
-            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1920,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3230 sample 5",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1921,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3230 sample 6",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_1922,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -29003,34 +29010,21 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3258 sample 0 result output",
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3232 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1929,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3258 sample 0 result attn",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1930,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1923,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3258 sample 1 result output",
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3232 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -29040,25 +29034,33 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1931,
+        .call = call_scaled_dot_product_attention_1924,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3258 sample 1 result attn",
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3232 sample 5",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[1] =
-            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1932,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1925,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .where = "ops.yaml:3232 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_1926,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29066,11 +29068,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3258 sample 2 result output",
+        .where = "ops.yaml:3260 sample 0 result output",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_output_1933,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -29079,11 +29081,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3258 sample 2 result attn",
+        .where = "ops.yaml:3260 sample 0 result attn",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_attn_1934,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -29092,11 +29094,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3258 sample 3 result output",
+        .where = "ops.yaml:3260 sample 1 result output",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_output_1935,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -29105,11 +29112,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3258 sample 3 result attn",
+        .where = "ops.yaml:3260 sample 1 result attn",
         .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "query",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] =
+            {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_scaled_dot_product_attention_math_attn_1936,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -29117,10 +29129,52 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty",
-        .where = "ops.yaml:3288 sample 0",
-        .n_inputs = 0,
-        .call = call_empty_1944,
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3260 sample 2 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1937,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3260 sample 2 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1938,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3260 sample 3 result output",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_output_1939,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scaled_dot_product_attention_math",
+        .where = "ops.yaml:3260 sample 3 result attn",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scaled_dot_product_attention_math_attn_1940,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29128,9 +29182,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3288 sample 1",
+        .where = "ops.yaml:3290 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1945,
+        .call = call_empty_1948,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29138,9 +29192,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3288 sample 2",
+        .where = "ops.yaml:3290 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1946,
+        .call = call_empty_1949,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:3290 sample 2",
+        .n_inputs = 0,
+        .call = call_empty_1950,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29148,9 +29212,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3295 sample 0",
+        .where = "ops.yaml:3297 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1947,
+        .call = call_zeros_1951,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29158,9 +29222,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3303 sample 0",
+        .where = "ops.yaml:3305 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1948,
+        .call = call_ones_1952,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29168,9 +29232,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3318 sample 0",
+        .where = "ops.yaml:3320 sample 0",
         .n_inputs = 0,
-        .call = call_full_1949,
+        .call = call_full_1953,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29178,9 +29242,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3318 sample 1",
+        .where = "ops.yaml:3320 sample 1",
         .n_inputs = 0,
-        .call = call_full_1950,
+        .call = call_full_1954,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29188,9 +29252,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3318 sample 2",
+        .where = "ops.yaml:3320 sample 2",
         .n_inputs = 0,
-        .call = call_full_1951,
+        .call = call_full_1955,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29198,10 +29262,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3329 sample 0",
+        .where = "ops.yaml:3331 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1952,
+        .call = call_empty_like_1956,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29209,11 +29273,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3329 sample 1",
+        .where = "ops.yaml:3331 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1953,
+        .call = call_empty_like_1957,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29221,10 +29285,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3329 sample 2",
+        .where = "ops.yaml:3331 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1954,
+        .call = call_empty_like_1958,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29232,10 +29296,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3349 sample 0",
+        .where = "ops.yaml:3351 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1955,
+        .call = call_ones_like_1959,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29243,11 +29307,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3349 sample 1",
+        .where = "ops.yaml:3351 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1956,
+        .call = call_ones_like_1960,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29255,10 +29319,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3349 sample 2",
+        .where = "ops.yaml:3351 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1957,
+        .call = call_ones_like_1961,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29266,10 +29330,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3349 sample 3",
+        .where = "ops.yaml:3351 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1958,
+        .call = call_ones_like_1962,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29277,10 +29341,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3361 sample 0",
+        .where = "ops.yaml:3363 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1959,
+        .call = call_full_like_1963,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29288,11 +29352,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3361 sample 1",
+        .where = "ops.yaml:3363 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1960,
+        .call = call_full_like_1964,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29300,10 +29364,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3361 sample 2",
+        .where = "ops.yaml:3363 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1961,
+        .call = call_full_like_1965,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29311,9 +29375,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3366 sample 0",
+        .where = "ops.yaml:3368 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1962,
+        .call = call_arange_1966,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29321,9 +29385,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3381 sample 0",
+        .where = "ops.yaml:3383 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1963,
+        .call = call_linspace_1967,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29331,9 +29395,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3381 sample 1",
+        .where = "ops.yaml:3383 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1964,
+        .call = call_linspace_1968,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29341,9 +29405,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3381 sample 2",
+        .where = "ops.yaml:3383 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1965,
+        .call = call_linspace_1969,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29351,9 +29415,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3393 sample 0",
+        .where = "ops.yaml:3395 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1966,
+        .call = call_eye_1970,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29361,9 +29425,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3393 sample 1",
+        .where = "ops.yaml:3395 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1967,
+        .call = call_eye_1971,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29371,9 +29435,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3404 sample 0",
+        .where = "ops.yaml:3406 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1968,
+        .call = call_eye_m_1972,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29381,9 +29445,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3404 sample 1",
+        .where = "ops.yaml:3406 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1969,
+        .call = call_eye_m_1973,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29391,9 +29455,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3408 sample 0",
+        .where = "ops.yaml:3410 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1970,
+        .call = call_rand_1974,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29401,9 +29465,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3419 sample 0",
+        .where = "ops.yaml:3421 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1972,
+        .call = call_randn_1976,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29411,10 +29475,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3436 sample 0",
+        .where = "ops.yaml:3438 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1974,
+        .call = call_rand_like_1978,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29422,10 +29486,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3436 sample 1",
+        .where = "ops.yaml:3438 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1975,
+        .call = call_rand_like_1979,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29433,10 +29497,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3446 sample 0",
+        .where = "ops.yaml:3448 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1976,
+        .call = call_randn_like_1980,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29444,10 +29508,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3446 sample 1",
+        .where = "ops.yaml:3448 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1977,
+        .call = call_randn_like_1981,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29455,9 +29519,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3457 sample 0",
+        .where = "ops.yaml:3459 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1978,
+        .call = call_randint_1982,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29465,9 +29529,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3457 sample 1",
+        .where = "ops.yaml:3459 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1979,
+        .call = call_randint_1983,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29475,9 +29539,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3468 sample 0",
+        .where = "ops.yaml:3470 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1980,
+        .call = call_randint_low_1984,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29485,9 +29549,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3478 sample 0",
+        .where = "ops.yaml:3480 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1981,
+        .call = call_randperm_1985,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29495,9 +29559,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3478 sample 1",
+        .where = "ops.yaml:3480 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1982,
+        .call = call_randperm_1986,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29505,32 +29569,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3495 sample 0",
+        .where = "ops.yaml:3497 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1983,
-        .call_inplace = inplace_bernoulli_p_1984,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3495 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1985,
-        .call_inplace = inplace_bernoulli_p_1986,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "bernoulli.p",
-        .where = "ops.yaml:3495 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1987,
         .call_inplace = inplace_bernoulli_p_1988,
         .call_out = NULL,
@@ -29538,33 +29579,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "normal",
-        .where = "ops.yaml:3506 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1989,
-        .call_inplace = inplace_normal_1990,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "normal",
-        .where = "ops.yaml:3506 sample 1",
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3497 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1991,
-        .call_inplace = inplace_normal_1992,
+        .call = call_bernoulli_p_1989,
+        .call_inplace = inplace_bernoulli_p_1990,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:3497 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1991,
+        .call_inplace = inplace_bernoulli_p_1992,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3506 sample 2",
+        .where = "ops.yaml:3508 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_normal_1993,
         .call_inplace = inplace_normal_1994,
         .call_out = NULL,
@@ -29572,33 +29613,33 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "uniform",
-        .where = "ops.yaml:3518 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1996,
-        .call_inplace = inplace_uniform_1997,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "uniform",
-        .where = "ops.yaml:3518 sample 1",
+        .op = "normal",
+        .where = "ops.yaml:3508 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1998,
-        .call_inplace = inplace_uniform_1999,
+        .call = call_normal_1995,
+        .call_inplace = inplace_normal_1996,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:3508 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1997,
+        .call_inplace = inplace_normal_1998,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3518 sample 2",
+        .where = "ops.yaml:3520 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_2000,
         .call_inplace = inplace_uniform_2001,
         .call_out = NULL,
@@ -29606,11 +29647,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "uniform",
+        .where = "ops.yaml:3520 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_2002,
+        .call_inplace = inplace_uniform_2003,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:3520 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_2004,
+        .call_inplace = inplace_uniform_2005,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3531 sample 0",
+        .where = "ops.yaml:3533 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_2003,
+        .call = call_maybe_multiply_2007,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29618,10 +29682,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3531 sample 1",
+        .where = "ops.yaml:3533 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_2004,
+        .call = call_maybe_multiply_2008,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29629,10 +29693,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3542 sample 0",
+        .where = "ops.yaml:3544 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_2006,
+        .call = call_sum_to_2010,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29640,10 +29704,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3542 sample 1",
+        .where = "ops.yaml:3544 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_2007,
+        .call = call_sum_to_2011,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -30555,7 +30619,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_1006,
+        .call = error_masked_fill_tensor_1010,
         .expect = 0,
         .expect_prefix = "masked_fill: ",
     },
@@ -30566,7 +30630,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_1007,
+        .call = error_masked_fill_tensor_1011,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_fill: ",
     },
@@ -30577,379 +30641,334 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_masked_fill_tensor_1008,
+        .call = error_masked_fill_tensor_1012,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_fill: ",
     },
     {
         .op = "sum.dim",
-        .what = "ops.yaml:953: dim out of range",
+        .what = "ops.yaml:955: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_sum_dim_1021,
+        .call = error_sum_dim_1025,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "sum: ",
     },
     {
         .op = "mean",
-        .what = "ops.yaml:974: is_floating(result_dtype)",
+        .what = "ops.yaml:976: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = error_mean_1026,
+        .call = error_mean_1030,
         .expect = 0,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:992: is_floating(result_dtype)",
+        .what = "ops.yaml:994: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = error_mean_dim_1035,
+        .call = error_mean_dim_1039,
         .expect = 0,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:985: dim out of range",
+        .what = "ops.yaml:987: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mean_dim_1036,
+        .call = error_mean_dim_1040,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "amax",
-        .what = "ops.yaml:1003: dim out of range",
+        .what = "ops.yaml:1005: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amax_1043,
+        .call = error_amax_1047,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amax: ",
     },
     {
         .op = "amin",
-        .what = "ops.yaml:1016: dim out of range",
+        .what = "ops.yaml:1018: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amin_1054,
+        .call = error_amin_1058,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amin: ",
     },
     {
         .op = "max.dim",
-        .what = "ops.yaml:1055: dim out of range",
+        .what = "ops.yaml:1057: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_dim_1081,
+        .call = error_max_dim_1085,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "max: ",
     },
     {
         .op = "min.dim",
-        .what = "ops.yaml:1071: dim out of range",
+        .what = "ops.yaml:1073: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_min_dim_1098,
+        .call = error_min_dim_1102,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "min: ",
     },
     {
         .op = "argmax",
-        .what = "ops.yaml:1086: dtype of self",
+        .what = "ops.yaml:1088: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_argmax_1109,
+        .call = error_argmax_1113,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "argmax: ",
     },
     {
         .op = "argmin",
-        .what = "ops.yaml:1101: dtype of self",
+        .what = "ops.yaml:1103: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_argmin_1118,
+        .call = error_argmin_1122,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "argmin: ",
     },
     {
         .op = "prod.dim_int",
-        .what = "ops.yaml:1129: dim out of range",
+        .what = "ops.yaml:1131: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_prod_dim_int_1131,
+        .call = error_prod_dim_int_1135,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "prod: ",
     },
     {
         .op = "all.dim",
-        .what = "ops.yaml:1156: dim out of range",
+        .what = "ops.yaml:1158: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_all_dim_1140,
+        .call = error_all_dim_1144,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "all: ",
     },
     {
         .op = "any.dim",
-        .what = "ops.yaml:1182: dim out of range",
+        .what = "ops.yaml:1184: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_any_dim_1149,
+        .call = error_any_dim_1153,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "any: ",
     },
     {
         .op = "cumsum",
-        .what = "ops.yaml:1196: dim out of range",
+        .what = "ops.yaml:1198: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_cumsum_1160,
+        .call = error_cumsum_1164,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cumsum: ",
     },
     {
         .op = "logsumexp",
-        .what = "ops.yaml:1211: dim out of range",
+        .what = "ops.yaml:1213: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_logsumexp_1167,
+        .call = error_logsumexp_1171,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "logsumexp: ",
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:1228: dtype of self",
+        .what = "ops.yaml:1230: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_var_1172,
+        .call = error_var_1176,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "var: ",
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:1228: dim out of range",
+        .what = "ops.yaml:1230: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_var_1173,
+        .call = error_var_1177,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "var: ",
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1243: dtype of self",
+        .what = "ops.yaml:1245: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_std_1177,
+        .call = error_std_1181,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "std: ",
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1243: dim out of range",
+        .what = "ops.yaml:1245: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_std_1178,
+        .call = error_std_1182,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "std: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1264: is_floating(result_dtype)",
+        .what = "ops.yaml:1266: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linalg_vector_norm_1183,
+        .call = error_linalg_vector_norm_1187,
         .expect = 0,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1257: dtype of self",
+        .what = "ops.yaml:1259: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_linalg_vector_norm_1184,
+        .call = error_linalg_vector_norm_1188,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1257: dim out of range",
+        .what = "ops.yaml:1259: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linalg_vector_norm_1185,
+        .call = error_linalg_vector_norm_1189,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1347: self.dim == 2",
+        .what = "ops.yaml:1349: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1200,
+        .call = error_mm_1204,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1349: mat2.dim == 2",
+        .what = "ops.yaml:1351: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1201,
+        .call = error_mm_1205,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1351: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1353: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1202,
+        .call = error_mm_1206,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1341: dtype of self",
+        .what = "ops.yaml:1343: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1203,
+        .call = error_mm_1207,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1371: self.dim >= 1",
+        .what = "ops.yaml:1373: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1216,
+        .call = error_matmul_1220,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1373: other.dim >= 1",
+        .what = "ops.yaml:1375: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1217,
+        .call = error_matmul_1221,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1365: dtype of self",
+        .what = "ops.yaml:1367: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1218,
+        .call = error_matmul_1222,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1397: self.dim == 3",
+        .what = "ops.yaml:1399: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1229,
+        .call = error_bmm_1233,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1399: mat2.dim == 3",
+        .what = "ops.yaml:1401: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1230,
+        .call = error_bmm_1234,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1401: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1403: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1231,
+        .call = error_bmm_1235,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1403: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1405: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1232,
+        .call = error_bmm_1236,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1391: dtype of self",
+        .what = "ops.yaml:1393: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1233,
+        .call = error_bmm_1237,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1421: mat1.dim == 2",
+        .what = "ops.yaml:1423: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1248,
-        .expect = 0,
-        .expect_prefix = "addmm: ",
-    },
-    {
-        .op = "addmm",
-        .what = "ops.yaml:1423: mat2.dim == 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1249,
-        .expect = 0,
-        .expect_prefix = "addmm: ",
-    },
-    {
-        .op = "addmm",
-        .what = "ops.yaml:1425: mat1.size(1) == mat2.size(0)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1250,
-        .expect = 0,
-        .expect_prefix = "addmm: ",
-    },
-    {
-        .op = "addmm",
-        .what = "ops.yaml:1427: self.dim <= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1251,
-        .expect = 0,
-        .expect_prefix = "addmm: ",
-    },
-    {
-        .op = "addmm",
-        .what =
-            "ops.yaml:1429: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_1252,
         .expect = 0,
@@ -30957,77 +30976,78 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what =
-            "ops.yaml:1431: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .what = "ops.yaml:1425: mat2.dim == 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_addmm_1253,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1415: dtype of self",
+        .what = "ops.yaml:1427: mat1.size(1) == mat2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_1254,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:1429: self.dim <= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_1255,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what =
+            "ops.yaml:1431: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_1256,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what =
+            "ops.yaml:1433: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_1257,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:1417: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1254,
+        .call = error_addmm_1258,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1451: batch1.dim == 3",
+        .what = "ops.yaml:1453: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1267,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1453: batch2.dim == 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1268,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1455: batch1.size(0) == batch2.size(0)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1269,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1457: batch1.size(2) == batch2.size(1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1270,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1459: self.dim <= 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1271,
         .expect = 0,
@@ -31035,1492 +31055,1536 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what =
-            "ops.yaml:1461: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .what = "ops.yaml:1455: batch2.dim == 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1272,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what =
-            "ops.yaml:1463: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .what = "ops.yaml:1457: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1273,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what =
-            "ops.yaml:1465: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .what = "ops.yaml:1459: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1274,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1445: dtype of self",
+        .what = "ops.yaml:1461: self.dim <= 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1275,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:1463: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1276,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:1465: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1277,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:1467: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1278,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:1447: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1275,
+        .call = error_baddbmm_1279,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1484: self.dim == 1",
+        .what = "ops.yaml:1486: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1280,
+        .call = error_dot_1284,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1486: tensor.dim == 1",
+        .what = "ops.yaml:1488: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1281,
+        .call = error_dot_1285,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1488: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1490: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1282,
+        .call = error_dot_1286,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1478: dtype of self",
+        .what = "ops.yaml:1480: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1283,
+        .call = error_dot_1287,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1504: self.dim == 1",
+        .what = "ops.yaml:1506: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1288,
+        .call = error_outer_1292,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1506: vec2.dim == 1",
+        .what = "ops.yaml:1508: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1289,
+        .call = error_outer_1293,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1498: dtype of self",
+        .what = "ops.yaml:1500: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1290,
+        .call = error_outer_1294,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1522: input.dim >= 1",
+        .what = "ops.yaml:1524: input.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1304,
+        .call = error_linear_1308,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1524: weight.dim == 1 or weight.dim == 2",
+        .what = "ops.yaml:1526: weight.dim == 1 or weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1305,
+        .call = error_linear_1309,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1526: input.size(-1) == weight.size(-1)",
+        .what = "ops.yaml:1528: input.size(-1) == weight.size(-1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1306,
+        .call = error_linear_1310,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1530: weight.dim == 2 or bias is None",
+        .what = "ops.yaml:1532: weight.dim == 2 or bias is None",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1307,
+        .call = error_linear_1311,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1516: dtype of input",
+        .what = "ops.yaml:1518: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1308,
+        .call = error_linear_1312,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linear: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1555: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
+        .what = "ops.yaml:1557: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1313,
+        .call = error_mm_mat1_backward_1317,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1557: grad.size(1) == mat2.size(1)",
+        .what = "ops.yaml:1559: grad.size(1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1314,
+        .call = error_mm_mat1_backward_1318,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1559: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1561: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1315,
+        .call = error_mm_mat1_backward_1319,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1549: dtype of grad",
+        .what = "ops.yaml:1551: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1316,
+        .call = error_mm_mat1_backward_1320,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1576: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
+        .what = "ops.yaml:1578: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1321,
+        .call = error_mm_mat2_backward_1325,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1578: grad.size(0) == mat1.size(0)",
+        .what = "ops.yaml:1580: grad.size(0) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1322,
+        .call = error_mm_mat2_backward_1326,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1580: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
+        .what = "ops.yaml:1582: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1323,
+        .call = error_mm_mat2_backward_1327,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1570: dtype of grad",
+        .what = "ops.yaml:1572: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1324,
+        .call = error_mm_mat2_backward_1328,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:1598: self.dim <= 2",
+        .what = "ops.yaml:1600: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_1327,
+        .call = error_t_1331,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1606: dim0 out of range",
+        .what = "ops.yaml:1608: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1330,
+        .call = error_transpose_1334,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1606: dim1 out of range",
+        .what = "ops.yaml:1608: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1331,
+        .call = error_transpose_1335,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1623: len(dims) == self.dim",
+        .what = "ops.yaml:1625: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1333,
+        .call = error_permute_1337,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1617: dims out of range",
+        .what = "ops.yaml:1619: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1334,
+        .call = error_permute_1338,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1669: dim out of range",
+        .what = "ops.yaml:1671: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1344,
+        .call = error_squeeze_dim_1348,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1680: dim out of range",
+        .what = "ops.yaml:1682: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1347,
+        .call = error_unsqueeze_1351,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1697: step > 0",
+        .what = "ops.yaml:1699: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1350,
+        .call = error_slice_1354,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1691: dim out of range",
+        .what = "ops.yaml:1693: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1351,
+        .call = error_slice_1355,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1705: dim out of range",
+        .what = "ops.yaml:1707: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1354,
+        .call = error_select_1358,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1731: start_dim <= end_dim",
+        .what = "ops.yaml:1733: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1361,
+        .call = error_flatten_1365,
         .expect = 0,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1725: start_dim out of range",
+        .what = "ops.yaml:1727: start_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1362,
+        .call = error_flatten_1366,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1725: end_dim out of range",
+        .what = "ops.yaml:1727: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1363,
+        .call = error_flatten_1367,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1748: self.dim >= 1",
+        .what = "ops.yaml:1750: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1368,
+        .call = error_unflatten_1372,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1750: len(sizes) >= 1",
+        .what = "ops.yaml:1752: len(sizes) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1369,
+        .call = error_unflatten_1373,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1742: dim out of range",
+        .what = "ops.yaml:1744: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1370,
+        .call = error_unflatten_1374,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1778: self.dim >= 1",
+        .what = "ops.yaml:1780: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1379,
+        .call = error_narrow_1383,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1780: length >= 0",
+        .what = "ops.yaml:1782: length >= 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1380,
+        .call = error_narrow_1384,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1772: dim out of range",
+        .what = "ops.yaml:1774: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1381,
+        .call = error_narrow_1385,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "repeat",
-        .what = "ops.yaml:1795: len(repeats) >= self.dim",
+        .what = "ops.yaml:1797: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_repeat_1388,
+        .call = error_repeat_1392,
         .expect = 0,
         .expect_prefix = "repeat: ",
     },
     {
         .op = "flip",
-        .what = "ops.yaml:1807: dims out of range",
+        .what = "ops.yaml:1809: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flip_1394,
+        .call = error_flip_1398,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flip: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1827: len(shifts) >= 1",
+        .what = "ops.yaml:1829: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1400,
+        .call = error_roll_1404,
         .expect = 0,
         .expect_prefix = "roll: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1821: dims out of range",
+        .what = "ops.yaml:1823: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1401,
+        .call = error_roll_1405,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "roll: ",
     },
     {
         .op = "tril",
-        .what = "ops.yaml:1851: self.dim >= 2",
+        .what = "ops.yaml:1853: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_tril_1407,
+        .call = error_tril_1411,
         .expect = 0,
         .expect_prefix = "tril: ",
     },
     {
         .op = "triu",
-        .what = "ops.yaml:1867: self.dim >= 2",
+        .what = "ops.yaml:1869: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_triu_1413,
+        .call = error_triu_1417,
         .expect = 0,
         .expect_prefix = "triu: ",
     },
     {
         .op = "pad",
-        .what = "ops.yaml:1878: mode not a choice",
+        .what = "ops.yaml:1880: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pad_1425,
+        .call = error_pad_1429,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "pad: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1936: out_capacity below the count",
+        .what = "ops.yaml:1938: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1442,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "split: ",
-    },
-    {
-        .op = "split.Tensor",
-        .what = "ops.yaml:1936: out_capacity below the count",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1444,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "split: ",
-    },
-    {
-        .op = "split.Tensor",
-        .what = "ops.yaml:1936: out_capacity below the count",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = error_split_1446,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1936: out_capacity below the count",
+        .what = "ops.yaml:1938: out_capacity below the count",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_split_1448,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
-        .op = "split_with_sizes",
-        .what = "ops.yaml:1949: out_capacity below the count",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1450,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "split_with_sizes: ",
-    },
-    {
-        .op = "split_with_sizes",
-        .what = "ops.yaml:1949: out_capacity below the count",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1452,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "split_with_sizes: ",
-    },
-    {
-        .op = "split_with_sizes",
-        .what = "ops.yaml:1949: out_capacity below the count",
+        .op = "split.Tensor",
+        .what = "ops.yaml:1938: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_split_1450,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1938: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1452,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split_with_sizes",
+        .what = "ops.yaml:1951: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_split_with_sizes_1454,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1949: out_capacity below the count",
+        .what = "ops.yaml:1951: out_capacity below the count",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_split_with_sizes_1456,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
-        .op = "chunk",
-        .what = "ops.yaml:1962: out_capacity below the count",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1458,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "chunk: ",
-    },
-    {
-        .op = "chunk",
-        .what = "ops.yaml:1962: out_capacity below the count",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1460,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "chunk: ",
-    },
-    {
-        .op = "chunk",
-        .what = "ops.yaml:1962: out_capacity below the count",
+        .op = "split_with_sizes",
+        .what = "ops.yaml:1951: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_split_with_sizes_1458,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split_with_sizes: ",
+    },
+    {
+        .op = "split_with_sizes",
+        .what = "ops.yaml:1951: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_with_sizes_1460,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split_with_sizes: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1964: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_chunk_1462,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1962: out_capacity below the count",
+        .what = "ops.yaml:1964: out_capacity below the count",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_chunk_1464,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
-        .op = "unbind.int",
-        .what = "ops.yaml:1975: out_capacity below the count",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1466,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "unbind: ",
-    },
-    {
-        .op = "unbind.int",
-        .what = "ops.yaml:1975: out_capacity below the count",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1468,
-        .expect = YT_ERR_VALUE,
-        .expect_prefix = "unbind: ",
-    },
-    {
-        .op = "unbind.int",
-        .what = "ops.yaml:1975: out_capacity below the count",
+        .op = "chunk",
+        .what = "ops.yaml:1964: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_chunk_1466,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1964: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1468,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1977: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_unbind_1470,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1975: out_capacity below the count",
+        .what = "ops.yaml:1977: out_capacity below the count",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_unbind_1472,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
+        .op = "unbind.int",
+        .what = "ops.yaml:1977: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_unbind_1474,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1977: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1476,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
         .op = "index_select",
-        .what = "ops.yaml:1991: dtype of index",
+        .what = "ops.yaml:1993: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_1485,
+        .call = error_index_select_1489,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1991: dim out of range",
+        .what = "ops.yaml:1993: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_1486,
+        .call = error_index_select_1490,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2015: dtype of index",
+        .what = "ops.yaml:2017: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1497,
+        .call = error_index_add_1501,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2015: dim out of range",
+        .what = "ops.yaml:2017: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1498,
+        .call = error_index_add_1502,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2030: dtype of index",
+        .what = "ops.yaml:2032: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1505,
+        .call = error_index_copy_1509,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2030: dim out of range",
+        .what = "ops.yaml:2032: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1506,
+        .call = error_index_copy_1510,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2043: dtype of index",
+        .what = "ops.yaml:2045: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_1517,
+        .call = error_gather_1521,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2043: dim out of range",
+        .what = "ops.yaml:2045: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_1518,
+        .call = error_gather_1522,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2066: dtype of index",
+        .what = "ops.yaml:2068: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1527,
+        .call = error_scatter_1531,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2066: dim out of range",
+        .what = "ops.yaml:2068: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1528,
+        .call = error_scatter_1532,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2088: dtype of index",
+        .what = "ops.yaml:2090: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_1535,
+        .call = error_scatter_value_1539,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2088: dim out of range",
+        .what = "ops.yaml:2090: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_1536,
+        .call = error_scatter_value_1540,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2100: dtype of index",
+        .what = "ops.yaml:2102: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1547,
+        .call = error_scatter_add_1551,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2100: dim out of range",
+        .what = "ops.yaml:2102: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1548,
+        .call = error_scatter_add_1552,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2120: weight.dim == 2",
+        .what = "ops.yaml:2122: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1553,
+        .call = error_embedding_1557,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2122: sparse == 0",
+        .what = "ops.yaml:2124: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1554,
+        .call = error_embedding_1558,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2115: dtype of indices",
+        .what = "ops.yaml:2117: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_1555,
+        .call = error_embedding_1559,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:2134: dtype of indices",
+        .what = "ops.yaml:2136: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_1558,
+        .call = error_embedding_dense_backward_1562,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:2162: dtype of self",
+        .what = "ops.yaml:2164: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_1563,
+        .call = error_one_hot_1567,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2186: dtype of mask",
+        .what = "ops.yaml:2188: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_1573,
+        .call = error_masked_select_1577,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2186: broadcast",
+        .what = "ops.yaml:2188: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_1574,
+        .call = error_masked_select_1578,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2310: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2312: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1621,
+        .call = error_avg_pool2d_1625,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2312: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2314: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1622,
+        .call = error_avg_pool2d_1626,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2305: dtype of self",
+        .what = "ops.yaml:2307: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_1623,
+        .call = error_avg_pool2d_1627,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2329: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2331: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1628,
+        .call = error_adaptive_avg_pool2d_1632,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2331: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:2333: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1629,
+        .call = error_adaptive_avg_pool2d_1633,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2324: dtype of self",
+        .what = "ops.yaml:2326: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_1630,
+        .call = error_adaptive_avg_pool2d_1634,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2343: dtype of grad_output",
+        .what = "ops.yaml:2345: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_1633,
+        .call = error_avg_pool2d_backward_1637,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2356: dtype of grad_output",
+        .what = "ops.yaml:2358: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_1635,
+        .call = error_adaptive_avg_pool2d_backward_1639,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2402: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2404: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1642,
+        .call = error_conv2d_1646,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2404: weight.dim == 4",
+        .what = "ops.yaml:2406: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1643,
+        .call = error_conv2d_1647,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2406: groups > 0",
+        .what = "ops.yaml:2408: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1644,
+        .call = error_conv2d_1648,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2396: dtype of input",
+        .what = "ops.yaml:2398: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_1645,
+        .call = error_conv2d_1649,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2427: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2429: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1649,
+        .call = error_conv2d_padding_1653,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2429: weight.dim == 4",
+        .what = "ops.yaml:2431: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1650,
+        .call = error_conv2d_padding_1654,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2420: padding not a choice",
+        .what = "ops.yaml:2422: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1651,
+        .call = error_conv2d_padding_1655,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2420: dtype of input",
+        .what = "ops.yaml:2422: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1652,
+        .call = error_conv2d_padding_1656,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2445: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2447: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1656,
+        .call = error_conv1d_1660,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2447: weight.dim == 3",
+        .what = "ops.yaml:2449: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1657,
+        .call = error_conv1d_1661,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2449: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:2451: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1658,
+        .call = error_conv1d_1662,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2439: dtype of input",
+        .what = "ops.yaml:2441: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_1659,
+        .call = error_conv1d_1663,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2466: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2468: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1661,
+        .call = error_conv1d_padding_1665,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2468: weight.dim == 3",
+        .what = "ops.yaml:2470: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1662,
+        .call = error_conv1d_padding_1666,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2459: padding not a choice",
+        .what = "ops.yaml:2461: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1663,
+        .call = error_conv1d_padding_1667,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2459: dtype of input",
+        .what = "ops.yaml:2461: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1664,
+        .call = error_conv1d_padding_1668,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2482: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2484: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1671,
+        .call = error_conv_transpose2d_1675,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2484: weight.dim == 4",
+        .what = "ops.yaml:2486: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1672,
+        .call = error_conv_transpose2d_1676,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2486: groups > 0",
+        .what = "ops.yaml:2488: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1673,
+        .call = error_conv_transpose2d_1677,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2476: dtype of input",
+        .what = "ops.yaml:2478: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1674,
+        .call = error_conv_transpose2d_1678,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2501: dtype of grad_output",
+        .what = "ops.yaml:2503: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1677,
+        .call = error_conv2d_backward_input_1681,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2514: dtype of grad_output",
+        .what = "ops.yaml:2516: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1680,
+        .call = error_conv2d_backward_weight_1684,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2532: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2534: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1683,
+        .call = error_conv2d_backward_bias_1687,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2527: dtype of grad_output",
+        .what = "ops.yaml:2529: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1684,
+        .call = error_conv2d_backward_bias_1688,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2546: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2548: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1693,
+        .call = error_max_pool2d_with_indices_1697,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2548: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2550: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1694,
+        .call = error_max_pool2d_with_indices_1698,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2541: dtype of self",
+        .what = "ops.yaml:2543: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_with_indices_1695,
+        .call = error_max_pool2d_with_indices_1699,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2566: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2568: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1699,
+        .call = error_max_pool2d_1703,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2568: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2570: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1700,
+        .call = error_max_pool2d_1704,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2561: dtype of self",
+        .what = "ops.yaml:2563: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1701,
+        .call = error_max_pool2d_1705,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2587: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2589: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1707,
+        .call = error_layer_norm_1711,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2589: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2591: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1708,
+        .call = error_layer_norm_1712,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2591: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2593: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1709,
+        .call = error_layer_norm_1713,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2593: bias.dim == len(normalized_shape)",
+        .what = "ops.yaml:2595: bias.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1710,
+        .call = error_layer_norm_1714,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2581: dtype of input",
+        .what = "ops.yaml:2583: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1711,
+        .call = error_layer_norm_1715,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2610: input.dim >= 2",
+        .what = "ops.yaml:2612: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1717,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2612: num_groups > 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1718,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2614: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1719,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2616: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1720,
-        .expect = 0,
-        .expect_prefix = "group_norm: ",
-    },
-    {
-        .op = "group_norm",
-        .what = "ops.yaml:2618: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1721,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2620: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
+        .what = "ops.yaml:2614: num_groups > 0",
+        .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_group_norm_1722,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2604: dtype of input",
+        .what = "ops.yaml:2616: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1723,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2618: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1724,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2620: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1725,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2622: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_group_norm_1726,
+        .expect = 0,
+        .expect_prefix = "group_norm: ",
+    },
+    {
+        .op = "group_norm",
+        .what = "ops.yaml:2606: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1723,
+        .call = error_group_norm_1727,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2640: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2642: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1728,
+        .call = error_rms_norm_1732,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2642: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2644: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1729,
+        .call = error_rms_norm_1733,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2644: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2646: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1730,
+        .call = error_rms_norm_1734,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2634: dtype of input",
+        .what = "ops.yaml:2636: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1731,
+        .call = error_rms_norm_1735,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2661: input.dim >= 2",
+        .what = "ops.yaml:2663: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1738,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2663: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1739,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2665: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1740,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2667: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1741,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2669: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1742,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2671: running_mean.dim == 1",
+        .what = "ops.yaml:2665: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_1743,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2673: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2667: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1744,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2669: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1745,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2671: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1746,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2673: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1747,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2675: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32529,13 +32593,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1744,
+        .call = error_batch_norm_1748,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2675: running_var.dim == 1",
+        .what = "ops.yaml:2677: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32544,13 +32608,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1745,
+        .call = error_batch_norm_1749,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2677: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2679: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32559,13 +32623,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1746,
+        .call = error_batch_norm_1750,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2655: running_mean requires grad",
+        .what = "ops.yaml:2657: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32579,7 +32643,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1747,
+        .call = error_batch_norm_1751,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
@@ -32588,7 +32652,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2655: running_var requires grad",
+        .what = "ops.yaml:2657: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32602,7 +32666,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1748,
+        .call = error_batch_norm_1752,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
@@ -32611,176 +32675,176 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2655: dtype of input",
+        .what = "ops.yaml:2657: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1749,
+        .call = error_batch_norm_1753,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2699: input.dim == 4",
+        .what = "ops.yaml:2701: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1752,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2701: weight.dim == 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1753,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2703: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1754,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2705: weight.size(1) == input.size(2)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1755,
-        .expect = 0,
-        .expect_prefix = "row_norm: ",
-    },
-    {
-        .op = "row_norm",
-        .what = "ops.yaml:2707: bias.dim == 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1756,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2709: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2703: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1757,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2711: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2705: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_row_norm_1758,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2693: dtype of input",
+        .what = "ops.yaml:2707: weight.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1759,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2709: bias.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1760,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2711: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1761,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2713: bias.size(1) == input.size(2)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_row_norm_1762,
+        .expect = 0,
+        .expect_prefix = "row_norm: ",
+    },
+    {
+        .op = "row_norm",
+        .what = "ops.yaml:2695: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1759,
+        .call = error_row_norm_1763,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2726: input.dim >= 2",
+        .what = "ops.yaml:2728: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1762,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2728: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1763,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2730: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1764,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2732: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1765,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2734: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1766,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2736: running_mean.dim == 1",
+        .what = "ops.yaml:2730: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = error_batch_norm_training_1767,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2738: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2732: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1768,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2734: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1769,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2736: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1770,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2738: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1771,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2740: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32789,13 +32853,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1768,
+        .call = error_batch_norm_training_1772,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2740: running_var.dim == 1",
+        .what = "ops.yaml:2742: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32804,13 +32868,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1769,
+        .call = error_batch_norm_training_1773,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2742: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2744: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32819,13 +32883,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1770,
+        .call = error_batch_norm_training_1774,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2720: running_mean requires grad",
+        .what = "ops.yaml:2722: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32839,7 +32903,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1771,
+        .call = error_batch_norm_training_1775,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
@@ -32848,7 +32912,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2720: running_var requires grad",
+        .what = "ops.yaml:2722: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32862,7 +32926,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1772,
+        .call = error_batch_norm_training_1776,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
@@ -32871,363 +32935,363 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2720: dtype of input",
+        .what = "ops.yaml:2722: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1773,
+        .call = error_batch_norm_training_1777,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2759: input.dim == 4",
+        .what = "ops.yaml:2761: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1774,
+        .call = error_row_norm_backward_input_1778,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2770: input.dim == 4",
+        .what = "ops.yaml:2772: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1775,
+        .call = error_row_norm_backward_weight_1779,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2781: grad_out.dim == 4",
+        .what = "ops.yaml:2783: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1776,
+        .call = error_row_norm_backward_bias_1780,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2793: input.dim == 4",
+        .what = "ops.yaml:2795: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1777,
+        .call = error_row_norm_backward_1781,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2805: input.dim == 4",
+        .what = "ops.yaml:2807: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1778,
+        .call = error_row_norm_double_backward_input_1782,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2816: input.dim == 4",
+        .what = "ops.yaml:2818: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1779,
+        .call = error_row_norm_double_backward_grad_out_1783,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2827: input.dim >= 2",
+        .what = "ops.yaml:2829: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1780,
+        .call = error_batch_norm_backward_input_1784,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2838: input.dim >= 2",
+        .what = "ops.yaml:2840: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1781,
+        .call = error_batch_norm_backward_weight_1785,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2849: grad_out.dim >= 2",
+        .what = "ops.yaml:2851: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1782,
+        .call = error_batch_norm_backward_bias_1786,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2861: input.dim >= 2",
+        .what = "ops.yaml:2863: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1783,
+        .call = error_batch_norm_backward_1787,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2872: grad.dim == 1",
+        .what = "ops.yaml:2874: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1784,
+        .call = error_batch_norm_backward_bias_backward_1788,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2874: len(sizes) >= 2",
+        .what = "ops.yaml:2876: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1785,
+        .call = error_batch_norm_backward_bias_backward_1789,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2885: input.dim >= 2",
+        .what = "ops.yaml:2887: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1786,
+        .call = error_batch_norm_double_backward_input_1790,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2896: input.dim >= 2",
+        .what = "ops.yaml:2898: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1787,
+        .call = error_batch_norm_double_backward_grad_out_1791,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2911: is_floating(result_dtype)",
+        .what = "ops.yaml:2913: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1795,
+        .call = error_softmax_1799,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2904: dim out of range",
+        .what = "ops.yaml:2906: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1796,
+        .call = error_softmax_1800,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2931: is_floating(result_dtype)",
+        .what = "ops.yaml:2933: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1804,
+        .call = error_log_softmax_1808,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2924: dim out of range",
+        .what = "ops.yaml:2926: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1805,
+        .call = error_log_softmax_1809,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2951: grad_output.dim == output.dim",
+        .what = "ops.yaml:2953: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1809,
+        .call = error_softmax_backward_data_1813,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2944: dtype of grad_output",
+        .what = "ops.yaml:2946: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1810,
+        .call = error_softmax_backward_data_1814,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2944: dim out of range",
+        .what = "ops.yaml:2946: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1811,
+        .call = error_softmax_backward_data_1815,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2968: grad_output.dim == output.dim",
+        .what = "ops.yaml:2970: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1815,
+        .call = error_log_softmax_backward_data_1819,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2961: dtype of grad_output",
+        .what = "ops.yaml:2963: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1816,
+        .call = error_log_softmax_backward_data_1820,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2961: dim out of range",
+        .what = "ops.yaml:2963: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1817,
+        .call = error_log_softmax_backward_data_1821,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:3005: dtype of input",
+        .what = "ops.yaml:3007: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1823,
+        .call = error_dropout_1827,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3018: reduction not a choice",
+        .what = "ops.yaml:3020: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1829,
+        .call = error_mse_loss_1833,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3018: dtype of self",
+        .what = "ops.yaml:3020: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1830,
+        .call = error_mse_loss_1834,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3033: reduction not a choice",
+        .what = "ops.yaml:3035: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1836,
+        .call = error_l1_loss_1840,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3033: dtype of self",
+        .what = "ops.yaml:3035: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1837,
+        .call = error_l1_loss_1841,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3048: reduction not a choice",
+        .what = "ops.yaml:3050: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1844,
+        .call = error_smooth_l1_loss_1848,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3048: dtype of self",
+        .what = "ops.yaml:3050: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1845,
+        .call = error_smooth_l1_loss_1849,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3064: reduction not a choice",
+        .what = "ops.yaml:3066: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1851,
+        .call = error_huber_loss_1855,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3064: dtype of self",
+        .what = "ops.yaml:3066: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1852,
+        .call = error_huber_loss_1856,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3079: dtype of self",
+        .what = "ops.yaml:3081: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1857,
+        .call = error_binary_cross_entropy_elementwise_1861,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3079: broadcast",
+        .what = "ops.yaml:3081: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1858,
+        .call = error_binary_cross_entropy_elementwise_1862,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3095: weight requires grad",
+        .what = "ops.yaml:3097: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33237,7 +33301,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_1865,
+        .call = error_binary_cross_entropy_1869,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
@@ -33246,27 +33310,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3095: reduction not a choice",
+        .what = "ops.yaml:3097: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1866,
+        .call = error_binary_cross_entropy_1870,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3095: dtype of self",
+        .what = "ops.yaml:3097: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1867,
+        .call = error_binary_cross_entropy_1871,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3112: weight requires grad",
+        .what = "ops.yaml:3114: weight requires grad",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -33277,7 +33341,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1874,
+        .call = error_binary_cross_entropy_with_logits_1878,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
@@ -33286,7 +33350,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3112: pos_weight requires grad",
+        .what = "ops.yaml:3114: pos_weight requires grad",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33298,7 +33362,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1875,
+        .call = error_binary_cross_entropy_with_logits_1879,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
@@ -33307,37 +33371,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3112: reduction not a choice",
+        .what = "ops.yaml:3114: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1876,
+        .call = error_binary_cross_entropy_with_logits_1880,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3112: dtype of self",
+        .what = "ops.yaml:3114: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1877,
+        .call = error_binary_cross_entropy_with_logits_1881,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3135: self.dim >= 1",
+        .what = "ops.yaml:3137: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1884,
+        .call = error_nll_loss_1888,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3137: weight.dim == 1",
+        .what = "ops.yaml:3139: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -33347,13 +33411,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1885,
+        .call = error_nll_loss_1889,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3128: weight requires grad",
+        .what = "ops.yaml:3130: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33363,7 +33427,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1886,
+        .call = error_nll_loss_1890,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
@@ -33372,49 +33436,49 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3128: reduction not a choice",
+        .what = "ops.yaml:3130: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1887,
+        .call = error_nll_loss_1891,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3128: dtype of self",
+        .what = "ops.yaml:3130: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1888,
+        .call = error_nll_loss_1892,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3158: self.dim >= 1",
+        .what = "ops.yaml:3160: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1901,
+        .call = error_cross_entropy_loss_1905,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3160: weight.dim == 1",
+        .what = "ops.yaml:3162: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1902,
+        .call = error_cross_entropy_loss_1906,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3151: weight requires grad",
+        .what = "ops.yaml:3153: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33424,7 +33488,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_loss_1903,
+        .call = error_cross_entropy_loss_1907,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
@@ -33433,27 +33497,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3151: reduction not a choice",
+        .what = "ops.yaml:3153: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1904,
+        .call = error_cross_entropy_loss_1908,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3151: dtype of self",
+        .what = "ops.yaml:3153: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1905,
+        .call = error_cross_entropy_loss_1909,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3181: weight requires grad",
+        .what = "ops.yaml:3183: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33463,7 +33527,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_index_1913,
+        .call = error_cross_entropy_index_1917,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
@@ -33472,221 +33536,221 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3181: reduction not a choice",
+        .what = "ops.yaml:3183: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1914,
+        .call = error_cross_entropy_index_1918,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3181: dtype of self",
+        .what = "ops.yaml:3183: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1915,
+        .call = error_cross_entropy_index_1919,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3218: query.dim >= 2",
+        .what = "ops.yaml:3220: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1923,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3220: key.dim >= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1924,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3222: value.dim >= 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1925,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3224: key.size(-1) == query.size(-1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1926,
-        .expect = 0,
-        .expect_prefix = "scaled_dot_product_attention: ",
-    },
-    {
-        .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3226: value.size(-2) == key.size(-2)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .call = error_scaled_dot_product_attention_1927,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3212: dtype of query",
+        .what = "ops.yaml:3222: key.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1928,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3224: value.dim >= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1929,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3226: key.size(-1) == query.size(-1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1930,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3228: value.size(-2) == key.size(-2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_scaled_dot_product_attention_1931,
+        .expect = 0,
+        .expect_prefix = "scaled_dot_product_attention: ",
+    },
+    {
+        .op = "scaled_dot_product_attention",
+        .what = "ops.yaml:3214: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1928,
+        .call = error_scaled_dot_product_attention_1932,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3247: query.dim >= 2",
+        .what = "ops.yaml:3249: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1937,
+        .call = error_scaled_dot_product_attention_math_1941,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3249: key.dim == query.dim and value.dim == query.dim",
+        .what = "ops.yaml:3251: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1938,
+        .call = error_scaled_dot_product_attention_math_1942,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3251: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3253: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1939,
+        .call = error_scaled_dot_product_attention_math_1943,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3253: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3255: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1940,
+        .call = error_scaled_dot_product_attention_math_1944,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3241: dtype of query",
+        .what = "ops.yaml:3243: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1941,
+        .call = error_scaled_dot_product_attention_math_1945,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3271: query.dim >= 2",
+        .what = "ops.yaml:3273: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1942,
+        .call = error_scaled_dot_product_attention_math_backward_1946,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3273: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3275: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1943,
+        .call = error_scaled_dot_product_attention_math_backward_1947,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3413: is_floating(result_dtype)",
+        .what = "ops.yaml:3415: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1971,
+        .call = error_rand_1975,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3424: is_floating(result_dtype)",
+        .what = "ops.yaml:3426: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1973,
+        .call = error_randn_1977,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3500: dtype of self",
+        .what = "ops.yaml:3502: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1995,
+        .call = error_normal_1999,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3512: dtype of self",
+        .what = "ops.yaml:3514: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_2002,
+        .call = error_uniform_2006,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3525: dtype of self",
+        .what = "ops.yaml:3527: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_2005,
+        .call = error_maybe_multiply_2009,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3536: dtype of self",
+        .what = "ops.yaml:3538: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_2008,
+        .call = error_sum_to_2012,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -112,6 +112,25 @@ yt__pw_check_scalar(const char *op, const char *name, yt_scalar s, yt_dtype dtyp
                            op, name, (long long)s.v.i, yt_dtype_name(dtype));
 }
 
+yt_tensor *
+yt__convert_0d(yt_tensor *t, yt_dtype dtype, const char *op, const char *name)
+{
+    if (t->numel != 1)
+        return yt__fail(YT_ERR_SHAPE, "%s: %s must be 0-D, got %d-D", op, name, t->dim);
+    yt_scalar s;
+    yt_status st;
+    if (yt_dtype_is_floating(t->dtype)) {
+        s.kind = YT_SCALAR_FLOAT;
+        st = yt_tensor_copy_to(t, &s.v.f, sizeof s.v.f, YT_DTYPE_F64);
+    } else {
+        s.kind = YT_SCALAR_INT;
+        st = yt_tensor_copy_to(t, &s.v.i, sizeof s.v.i, YT_DTYPE_I64);
+    }
+    if (st != YT_OK || yt__pw_check_scalar(op, name, s, dtype) != YT_OK)
+        return NULL;
+    return yt__cast_copy(t, dtype);
+}
+
 yt_status
 yt__pw_check_alpha(const char *op, const char *name, yt_scalar s, yt_dtype dtype)
 {

@@ -221,6 +221,15 @@ Test(pointwise, scalars_must_fit_the_dtype)
     expect(yt_masked_fill(f16, mask, yt_float(INFINITY)), (double[]){INFINITY, 2, INFINITY}, 3,
            "f16 inf");
     expect(yt_masked_fill(mask, mask, yt_float(-2.5)), (double[]){1, 0, 1}, 3, "bool");
+    /* a 0-d tensor value of another dtype is read as a Scalar, with the same checks */
+    yt_tensor *big = yt_scalar_tensor(yt_int(300), YT_DTYPE_I64);
+    cr_assert_null(yt_masked_fill_tensor(u8, mask, big));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "masked_fill: value=300 cannot be converted to u8 without overflow");
+    yt_tensor *half = yt_scalar_tensor(yt_float(-1.5), YT_DTYPE_F64);
+    expect(yt_masked_fill_tensor(i8, mask, half), (double[]){-1, 2, -1}, 3, "i8 from f64 -1.5");
+    yt_release(half);
+    yt_release(big);
     /* u8 scalars wrap before comparing, as PyTorch converts -1 to 255 */
     expect(yt_lt_scalar(u8, yt_int(-1)), (double[]){1, 1, 1}, 3, "u8 < -1");
     expect(yt_clamp_max(u8, yt_int(-1)), (double[]){1, 2, 3}, 3, "u8 clamp_max -1");

@@ -2058,19 +2058,21 @@ YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar val
 /* ---- masked_fill.Tensor (ops.yaml:921) */
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
+ * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true; `value` of
+ * another dtype is converted to self's, and must fit it, as a Scalar value must.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
+ * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true; `value` of
+ * another dtype is converted to self's, and must fit it, as a Scalar value must.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
 
-/* ---- sum (ops.yaml:939) */
+/* ---- sum (ops.yaml:941) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -2085,7 +2087,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:953) */
+/* ---- sum.dim (ops.yaml:955) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -2117,7 +2119,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:968) */
+/* ---- mean (ops.yaml:970) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor); an integral or bool `self` needs a floating
@@ -2134,7 +2136,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:985) */
+/* ---- mean.dim (ops.yaml:987) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`; an
@@ -2170,7 +2172,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:1003) */
+/* ---- amax (ops.yaml:1005) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -2205,7 +2207,7 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- amin (ops.yaml:1016) */
+/* ---- amin (ops.yaml:1018) */
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -2240,7 +2242,7 @@ YT_API yt_status yt_amin_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- max (ops.yaml:1031) */
+/* ---- max (ops.yaml:1033) */
 
 /* max(Tensor self) -> Tensor
  * Largest element of `self`; NaN wins. An empty tensor is an error.
@@ -2248,7 +2250,7 @@ YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max(yt_tensor *self);
 
-/* ---- min (ops.yaml:1043) */
+/* ---- min (ops.yaml:1045) */
 
 /* min(Tensor self) -> Tensor
  * Smallest element of `self`; NaN wins. An empty tensor is an error.
@@ -2256,7 +2258,7 @@ YT_API yt_tensor *yt_max(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_min(yt_tensor *self);
 
-/* ---- max.dim (ops.yaml:1055) */
+/* ---- max.dim (ops.yaml:1057) */
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
  * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
@@ -2295,7 +2297,7 @@ YT_API yt_status yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor
 YT_API yt_status yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t dim, bool keepdim);
 
-/* ---- min.dim (ops.yaml:1071) */
+/* ---- min.dim (ops.yaml:1073) */
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
  * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
@@ -2334,7 +2336,7 @@ YT_API yt_status yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor
 YT_API yt_status yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t dim, bool keepdim);
 
-/* ---- argmax (ops.yaml:1086) */
+/* ---- argmax (ops.yaml:1088) */
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
@@ -2368,7 +2370,7 @@ YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- argmin (ops.yaml:1101) */
+/* ---- argmin (ops.yaml:1103) */
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
@@ -2402,7 +2404,7 @@ YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- prod (ops.yaml:1115) */
+/* ---- prod (ops.yaml:1117) */
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
@@ -2419,7 +2421,7 @@ YT_API yt_tensor *yt_prod(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- prod.dim_int (ops.yaml:1129) */
+/* ---- prod.dim_int (ops.yaml:1131) */
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
@@ -2450,7 +2452,7 @@ YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
                                         yt_dtype dtype);
 
-/* ---- all (ops.yaml:1144) */
+/* ---- all (ops.yaml:1146) */
 
 /* all(Tensor self) -> Tensor
  * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
@@ -2459,7 +2461,7 @@ YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_all(yt_tensor *self);
 
-/* ---- all.dim (ops.yaml:1156) */
+/* ---- all.dim (ops.yaml:1158) */
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
@@ -2489,7 +2491,7 @@ YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- any (ops.yaml:1170) */
+/* ---- any (ops.yaml:1172) */
 
 /* any(Tensor self) -> Tensor
  * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
@@ -2498,7 +2500,7 @@ YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_any(yt_tensor *self);
 
-/* ---- any.dim (ops.yaml:1182) */
+/* ---- any.dim (ops.yaml:1184) */
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
@@ -2528,7 +2530,7 @@ YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- cumsum (ops.yaml:1196) */
+/* ---- cumsum (ops.yaml:1198) */
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
  * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
@@ -2558,7 +2560,7 @@ YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- logsumexp (ops.yaml:1211) */
+/* ---- logsumexp (ops.yaml:1213) */
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
  * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
@@ -2575,7 +2577,7 @@ YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var.correction (ops.yaml:1228) */
+/* ---- var.correction (ops.yaml:1230) */
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
@@ -2593,7 +2595,7 @@ YT_API yt_tensor *yt_var(yt_tensor *self);
 YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- std.correction (ops.yaml:1243) */
+/* ---- std.correction (ops.yaml:1245) */
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Standard deviation over `dim` (all when empty), the square root of var.correction.
@@ -2609,7 +2611,7 @@ YT_API yt_tensor *yt_std(yt_tensor *self);
 YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- linalg_vector_norm (ops.yaml:1257) */
+/* ---- linalg_vector_norm (ops.yaml:1259) */
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
@@ -2627,7 +2629,7 @@ YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
 YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
                                            int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- evenly_distribute_backward (ops.yaml:1276) */
+/* ---- evenly_distribute_backward (ops.yaml:1278) */
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
  * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
@@ -2635,7 +2637,7 @@ YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
 
-/* ---- prod_backward (ops.yaml:1283) */
+/* ---- prod_backward (ops.yaml:1285) */
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
  * Gradient of the full prod: the product of the other elements, exact when some are zero.
@@ -2643,7 +2645,7 @@ YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
 
-/* ---- prod_dim_backward (ops.yaml:1290) */
+/* ---- prod_dim_backward (ops.yaml:1292) */
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
  * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
@@ -2653,7 +2655,7 @@ YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
 YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                        int64_t dim, bool keepdim);
 
-/* ---- cumsum_backward (ops.yaml:1297) */
+/* ---- cumsum_backward (ops.yaml:1299) */
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
  * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
@@ -2661,7 +2663,7 @@ YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tens
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
 
-/* ---- norm_backward (ops.yaml:1304) */
+/* ---- norm_backward (ops.yaml:1306) */
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
@@ -2671,7 +2673,7 @@ YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar o
                                    yt_tensor *output, const int64_t *dim, int dim_len,
                                    bool keepdim);
 
-/* ---- value_selecting_reduction_backward (ops.yaml:1311) */
+/* ---- value_selecting_reduction_backward (ops.yaml:1313) */
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
  * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
@@ -2681,7 +2683,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
                                                         yt_tensor *indices, const int64_t *sizes,
                                                         int sizes_len, bool keepdim);
 
-/* ---- logsumexp_backward (ops.yaml:1318) */
+/* ---- logsumexp_backward (ops.yaml:1320) */
 
 /* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced
@@ -2691,7 +2693,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
 YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                         const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var_backward (ops.yaml:1325) */
+/* ---- var_backward (ops.yaml:1327) */
 
 /* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
  * Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.
@@ -2700,7 +2702,7 @@ YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_ten
 YT_API yt_tensor *yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
                                   int64_t correction, bool keepdim);
 
-/* ---- std_backward (ops.yaml:1332) */
+/* ---- std_backward (ops.yaml:1334) */
 
 /* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
  * Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as
@@ -2711,7 +2713,7 @@ YT_API yt_tensor *yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *o
                                   const int64_t *dim, int dim_len, int64_t correction,
                                   bool keepdim);
 
-/* ---- mm (ops.yaml:1341) */
+/* ---- mm (ops.yaml:1343) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS for floating dtypes
@@ -2728,7 +2730,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:1365) */
+/* ---- matmul (ops.yaml:1367) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -2737,7 +2739,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:1391) */
+/* ---- bmm (ops.yaml:1393) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -2754,7 +2756,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:1415) */
+/* ---- addmm (ops.yaml:1417) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -2794,7 +2796,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:1445) */
+/* ---- baddbmm (ops.yaml:1447) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -2831,7 +2833,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:1478) */
+/* ---- dot (ops.yaml:1480) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -2839,7 +2841,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:1498) */
+/* ---- outer (ops.yaml:1500) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -2847,7 +2849,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- linear (ops.yaml:1516) */
+/* ---- linear (ops.yaml:1518) */
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
  * `input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the
@@ -2866,7 +2868,7 @@ YT_API yt_tensor *yt_linear(yt_tensor *input, yt_tensor *weight);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias);
 
-/* ---- mm_mat1_backward (ops.yaml:1549) */
+/* ---- mm_mat1_backward (ops.yaml:1551) */
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat1`: `alpha * grad @ mat2^T`, column-major when `mat1` is (as
@@ -2884,7 +2886,7 @@ YT_API yt_tensor *yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tenso
 YT_API yt_tensor *yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1,
                                          yt_scalar alpha);
 
-/* ---- mm_mat2_backward (ops.yaml:1570) */
+/* ---- mm_mat2_backward (ops.yaml:1572) */
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat2`: `alpha * mat1^T @ grad`, column-major when `mat2` is
@@ -2904,7 +2906,7 @@ YT_API yt_tensor *yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tenso
 YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2,
                                          yt_scalar alpha);
 
-/* ---- t (ops.yaml:1593) */
+/* ---- t (ops.yaml:1595) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -2912,7 +2914,7 @@ YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_te
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:1606) */
+/* ---- transpose (ops.yaml:1608) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -2920,7 +2922,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1617) */
+/* ---- permute (ops.yaml:1619) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -2929,7 +2931,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1630) */
+/* ---- view (ops.yaml:1632) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -2938,7 +2940,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1640) */
+/* ---- reshape (ops.yaml:1642) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -2946,7 +2948,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1650) */
+/* ---- expand (ops.yaml:1652) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2954,7 +2956,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1660) */
+/* ---- squeeze (ops.yaml:1662) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2962,7 +2964,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1669) */
+/* ---- squeeze.dim (ops.yaml:1671) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2970,7 +2972,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1680) */
+/* ---- unsqueeze (ops.yaml:1682) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2978,7 +2980,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1691) */
+/* ---- slice (ops.yaml:1693) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2996,7 +2998,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1705) */
+/* ---- select (ops.yaml:1707) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -3004,7 +3006,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1716) */
+/* ---- contiguous (ops.yaml:1718) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -3012,7 +3014,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- flatten.using_ints (ops.yaml:1725) */
+/* ---- flatten.using_ints (ops.yaml:1727) */
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
  * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
@@ -3029,7 +3031,7 @@ YT_API yt_tensor *yt_flatten(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim);
 
-/* ---- unflatten.int (ops.yaml:1742) */
+/* ---- unflatten.int (ops.yaml:1744) */
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
  * A view splitting dimension `dim` into `sizes` (one entry may be -1).
@@ -3037,7 +3039,7 @@ YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len);
 
-/* ---- broadcast_to (ops.yaml:1760) */
+/* ---- broadcast_to (ops.yaml:1762) */
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
  * A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).
@@ -3045,7 +3047,7 @@ YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- narrow (ops.yaml:1772) */
+/* ---- narrow (ops.yaml:1774) */
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
  * A view of `length` elements from `start` (negative counts from the end) along `dim`.
@@ -3053,7 +3055,7 @@ YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length);
 
-/* ---- repeat (ops.yaml:1790) */
+/* ---- repeat (ops.yaml:1792) */
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
  * A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add
@@ -3062,7 +3064,7 @@ YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len);
 
-/* ---- flip (ops.yaml:1807) */
+/* ---- flip (ops.yaml:1809) */
 
 /* flip(Tensor self, int[] dims) -> Tensor
  * A copy of `self` with the order of elements reversed along each dimension in `dims`.
@@ -3070,7 +3072,7 @@ YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flip(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- roll (ops.yaml:1821) */
+/* ---- roll (ops.yaml:1823) */
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
  * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
@@ -3088,7 +3090,7 @@ YT_API yt_tensor *yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len
 YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len,
                              const int64_t *dims, int dims_len);
 
-/* ---- roll_backward (ops.yaml:1838) */
+/* ---- roll_backward (ops.yaml:1840) */
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
  * Gradient of roll: `grad` rolled back by -shifts.
@@ -3097,7 +3099,7 @@ YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_
 YT_API yt_tensor *yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len,
                                    const int64_t *dims, int dims_len);
 
-/* ---- tril (ops.yaml:1846) */
+/* ---- tril (ops.yaml:1848) */
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
@@ -3112,7 +3114,7 @@ YT_API yt_tensor *yt_tril(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_tril_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- triu (ops.yaml:1862) */
+/* ---- triu (ops.yaml:1864) */
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
@@ -3127,7 +3129,7 @@ YT_API yt_tensor *yt_triu(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- pad (ops.yaml:1878) */
+/* ---- pad (ops.yaml:1880) */
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
  * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when
@@ -3147,7 +3149,7 @@ YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
 YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
                             const double *value);
 
-/* ---- cat (ops.yaml:1900) */
+/* ---- cat (ops.yaml:1902) */
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
  * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
@@ -3182,7 +3184,7 @@ YT_API yt_status yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tenso
 YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len,
                                int64_t dim);
 
-/* ---- cat_backward (ops.yaml:1915) */
+/* ---- cat_backward (ops.yaml:1917) */
 
 /* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
  * Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped
@@ -3194,7 +3196,7 @@ YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int te
 YT_API int64_t yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
                                int tensors_len, yt_tensor **out, int64_t out_capacity);
 
-/* ---- stack (ops.yaml:1923) */
+/* ---- stack (ops.yaml:1925) */
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
  * Joins equally shaped `tensors` along a new dimension `dim`.
@@ -3209,7 +3211,7 @@ YT_API yt_tensor *yt_stack(yt_tensor *const *tensors, int tensors_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
 
-/* ---- split.Tensor (ops.yaml:1936) */
+/* ---- split.Tensor (ops.yaml:1938) */
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
  * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
@@ -3231,7 +3233,7 @@ YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, in
 YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- split_with_sizes (ops.yaml:1949) */
+/* ---- split_with_sizes (ops.yaml:1951) */
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
  * Views of `self` along `dim` with the given sizes, which must add up to self.size(dim); returns
@@ -3255,7 +3257,7 @@ YT_API int64_t yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_size
                                       int split_sizes_len, int64_t dim, yt_tensor **out,
                                       int64_t out_capacity);
 
-/* ---- chunk (ops.yaml:1962) */
+/* ---- chunk (ops.yaml:1964) */
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
  * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
@@ -3275,7 +3277,7 @@ YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_
 YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- unbind.int (ops.yaml:1975) */
+/* ---- unbind.int (ops.yaml:1977) */
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
  * The views self.select(dim, i) for every i, one dimension fewer each.
@@ -3294,7 +3296,7 @@ YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
  * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
 YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
 
-/* ---- index_select (ops.yaml:1991) */
+/* ---- index_select (ops.yaml:1993) */
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
  * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
@@ -3312,7 +3314,7 @@ YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index
 YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                      yt_tensor *index);
 
-/* ---- index_select_backward (ops.yaml:2007) */
+/* ---- index_select_backward (ops.yaml:2009) */
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
@@ -3322,7 +3324,7 @@ YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
                                            int self_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- index_add (ops.yaml:2015) */
+/* ---- index_add (ops.yaml:2017) */
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
  * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
@@ -3359,7 +3361,7 @@ YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                      yt_tensor *source, yt_scalar alpha);
 
-/* ---- index_copy (ops.yaml:2030) */
+/* ---- index_copy (ops.yaml:2032) */
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
  * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
@@ -3377,7 +3379,7 @@ YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, 
 YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                    yt_tensor *source);
 
-/* ---- gather (ops.yaml:2043) */
+/* ---- gather (ops.yaml:2045) */
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
  * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
@@ -3412,7 +3414,7 @@ YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_
 YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                   bool sparse_grad);
 
-/* ---- gather_backward (ops.yaml:2058) */
+/* ---- gather_backward (ops.yaml:2060) */
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
@@ -3421,7 +3423,7 @@ YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                                      int64_t dim, yt_tensor *index);
 
-/* ---- scatter.src (ops.yaml:2066) */
+/* ---- scatter.src (ops.yaml:2068) */
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
@@ -3439,7 +3441,7 @@ YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_
 YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                 yt_tensor *src);
 
-/* ---- scatter_src_backward (ops.yaml:2080) */
+/* ---- scatter_src_backward (ops.yaml:2082) */
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
  * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
@@ -3449,7 +3451,7 @@ YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt
 YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
                                           int src_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- scatter.value (ops.yaml:2088) */
+/* ---- scatter.value (ops.yaml:2090) */
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
  * A copy of `self` with `value` written at the positions `index` names along `dim`.
@@ -3465,7 +3467,7 @@ YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *inde
 YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                       yt_tensor *index, yt_scalar value);
 
-/* ---- scatter_add (ops.yaml:2100) */
+/* ---- scatter_add (ops.yaml:2102) */
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
@@ -3483,7 +3485,7 @@ YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index,
 YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                     yt_tensor *src);
 
-/* ---- embedding (ops.yaml:2115) */
+/* ---- embedding (ops.yaml:2117) */
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
  * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
@@ -3503,7 +3505,7 @@ YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
 YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
                                   bool scale_grad_by_freq, bool sparse);
 
-/* ---- embedding_dense_backward (ops.yaml:2134) */
+/* ---- embedding_dense_backward (ops.yaml:2136) */
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
@@ -3514,7 +3516,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:2146) */
+/* ---- embedding_weight_backward (ops.yaml:2148) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -3524,7 +3526,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:2154) */
+/* ---- embedding_dense_double_backward (ops.yaml:2156) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -3534,7 +3536,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:2162) */
+/* ---- one_hot (ops.yaml:2164) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -3551,7 +3553,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:2174) */
+/* ---- nonzero (ops.yaml:2176) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -3559,7 +3561,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:2186) */
+/* ---- masked_select (ops.yaml:2188) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -3567,7 +3569,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:2200) */
+/* ---- argsort (ops.yaml:2202) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -3584,7 +3586,7 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- argsort.stable (ops.yaml:2216) */
+/* ---- argsort.stable (ops.yaml:2218) */
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
  * argsort with PyTorch's `stable` argument (yaten's sort is always stable, so stable=False gives
@@ -3601,7 +3603,7 @@ YT_API yt_tensor *yt_argsort_stable(yt_tensor *self, bool stable);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending);
 
-/* ---- index.Tensor (ops.yaml:2229) */
+/* ---- index.Tensor (ops.yaml:2231) */
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
  * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
@@ -3611,7 +3613,7 @@ YT_API yt_tensor *yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
 
-/* ---- index_put (ops.yaml:2243) */
+/* ---- index_put (ops.yaml:2245) */
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
  * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
@@ -3630,7 +3632,7 @@ YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int i
 YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
                                   yt_tensor *values, bool accumulate);
 
-/* ---- sort (ops.yaml:2257) */
+/* ---- sort (ops.yaml:2259) */
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
@@ -3650,7 +3652,7 @@ YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indice
 YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
                             yt_tensor **indices);
 
-/* ---- sort.stable (ops.yaml:2273) */
+/* ---- sort.stable (ops.yaml:2275) */
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
@@ -3671,7 +3673,7 @@ YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor *
 YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
                                    bool descending, yt_tensor **values, yt_tensor **indices);
 
-/* ---- topk (ops.yaml:2285) */
+/* ---- topk (ops.yaml:2287) */
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
  * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
@@ -3691,7 +3693,7 @@ YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tens
 YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                             yt_tensor **values, yt_tensor **indices);
 
-/* ---- avg_pool2d (ops.yaml:2305) */
+/* ---- avg_pool2d (ops.yaml:2307) */
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
  * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
@@ -3713,7 +3715,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, bool ceil_mode, bool count_include_pad,
                                    int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d (ops.yaml:2324) */
+/* ---- adaptive_avg_pool2d (ops.yaml:2326) */
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
  * 2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) ..
@@ -3723,7 +3725,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
 YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
                                          int output_size_len);
 
-/* ---- avg_pool2d_backward (ops.yaml:2343) */
+/* ---- avg_pool2d_backward (ops.yaml:2345) */
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
  * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
@@ -3735,7 +3737,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
                                          const int64_t *padding, int padding_len, bool ceil_mode,
                                          bool count_include_pad, int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d_backward (ops.yaml:2356) */
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:2358) */
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
  * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
@@ -3745,7 +3747,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
 YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
                                                   const int64_t *output_size, int output_size_len);
 
-/* ---- max_pool2d_with_indices_backward (ops.yaml:2368) */
+/* ---- max_pool2d_with_indices_backward (ops.yaml:2370) */
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
  * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
@@ -3757,7 +3759,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
     const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
     const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
 
-/* ---- max_pool2d_index_gather (ops.yaml:2378) */
+/* ---- max_pool2d_index_gather (ops.yaml:2380) */
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
  * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
@@ -3766,7 +3768,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
 
-/* ---- max_pool2d_index_scatter (ops.yaml:2387) */
+/* ---- max_pool2d_index_scatter (ops.yaml:2389) */
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
  * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
@@ -3776,7 +3778,7 @@ YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices
 YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
                                               int self_size_len, yt_tensor *indices);
 
-/* ---- conv2d (ops.yaml:2396) */
+/* ---- conv2d (ops.yaml:2398) */
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
  * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
@@ -3798,7 +3800,7 @@ YT_API yt_tensor *yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv2d.padding (ops.yaml:2420) */
+/* ---- conv2d.padding (ops.yaml:2422) */
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
  * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
@@ -3817,7 +3819,7 @@ YT_API yt_tensor *yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv1d (ops.yaml:2439) */
+/* ---- conv1d (ops.yaml:2441) */
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
  * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
@@ -3837,7 +3839,7 @@ YT_API yt_tensor *yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv1d.padding (ops.yaml:2459) */
+/* ---- conv1d.padding (ops.yaml:2461) */
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
  * conv1d with padding "valid" or "same" (see conv2d.padding).
@@ -3854,7 +3856,7 @@ YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv_transpose2d.input (ops.yaml:2476) */
+/* ---- conv_transpose2d.input (ops.yaml:2478) */
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
  * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
@@ -3877,7 +3879,7 @@ YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt
                                          const int64_t *output_padding, int output_padding_len,
                                          int64_t groups, const int64_t *dilation, int dilation_len);
 
-/* ---- conv2d_backward_input (ops.yaml:2501) */
+/* ---- conv2d_backward_input (ops.yaml:2503) */
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
@@ -3891,7 +3893,7 @@ YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *we
                                            const int64_t *dilation, int dilation_len,
                                            int64_t groups);
 
-/* ---- conv2d_backward_weight (ops.yaml:2514) */
+/* ---- conv2d_backward_weight (ops.yaml:2516) */
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
@@ -3904,7 +3906,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
                                             const int64_t *dilation, int dilation_len,
                                             int64_t groups);
 
-/* ---- conv2d_backward_bias (ops.yaml:2527) */
+/* ---- conv2d_backward_bias (ops.yaml:2529) */
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
  * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
@@ -3913,7 +3915,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
 
-/* ---- max_pool2d_with_indices (ops.yaml:2541) */
+/* ---- max_pool2d_with_indices (ops.yaml:2543) */
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
  * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
@@ -3941,7 +3943,7 @@ YT_API yt_status yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *k
                                                int dilation_len, bool ceil_mode, yt_tensor **values,
                                                yt_tensor **indices);
 
-/* ---- max_pool2d (ops.yaml:2561) */
+/* ---- max_pool2d (ops.yaml:2563) */
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
  * 2-D max pooling (max_pool2d_with_indices without the indices).
@@ -3959,7 +3961,7 @@ YT_API yt_tensor *yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, const int64_t *dilation, int dilation_len,
                                    bool ceil_mode);
 
-/* ---- layer_norm (ops.yaml:2581) */
+/* ---- layer_norm (ops.yaml:2583) */
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
  * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
@@ -3979,7 +3981,7 @@ YT_API yt_tensor *yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_s
                                    int normalized_shape_len, yt_tensor *weight, yt_tensor *bias,
                                    double eps, bool cudnn_enable);
 
-/* ---- group_norm (ops.yaml:2604) */
+/* ---- group_norm (ops.yaml:2606) */
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
  * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
@@ -3999,7 +4001,7 @@ YT_API yt_tensor *yt_group_norm(yt_tensor *input, int64_t num_groups);
 YT_API yt_tensor *yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight,
                                    yt_tensor *bias, double eps, bool cudnn_enabled);
 
-/* ---- rms_norm (ops.yaml:2634) */
+/* ---- rms_norm (ops.yaml:2636) */
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
  * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
@@ -4018,7 +4020,7 @@ YT_API yt_tensor *yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
 YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
                                  int normalized_shape_len, yt_tensor *weight, const double *eps);
 
-/* ---- batch_norm (ops.yaml:2655) */
+/* ---- batch_norm (ops.yaml:2657) */
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
  * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
@@ -4034,7 +4036,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
                                 yt_tensor *running_mean, yt_tensor *running_var, bool training,
                                 double momentum, double eps, bool cudnn_enabled);
 
-/* ---- row_norm (ops.yaml:2693) */
+/* ---- row_norm (ops.yaml:2695) */
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
  * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
@@ -4045,7 +4047,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
 YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
                               double eps);
 
-/* ---- batch_norm_training (ops.yaml:2720) */
+/* ---- batch_norm_training (ops.yaml:2722) */
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
  * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
@@ -4060,7 +4062,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
                                          yt_tensor *running_mean, yt_tensor *running_var,
                                          double momentum, double eps);
 
-/* ---- row_norm_backward_input (ops.yaml:2753) */
+/* ---- row_norm_backward_input (ops.yaml:2755) */
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
@@ -4069,7 +4071,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
 YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
 
-/* ---- row_norm_backward_weight (ops.yaml:2764) */
+/* ---- row_norm_backward_weight (ops.yaml:2766) */
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
@@ -4079,7 +4081,7 @@ YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *inp
 YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
                                               double eps);
 
-/* ---- row_norm_backward_bias (ops.yaml:2776) */
+/* ---- row_norm_backward_bias (ops.yaml:2778) */
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
@@ -4087,7 +4089,7 @@ YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *in
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- row_norm_backward (ops.yaml:2787) */
+/* ---- row_norm_backward (ops.yaml:2789) */
 
 /* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the
@@ -4101,7 +4103,7 @@ YT_API yt_status yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_
                                       bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                       yt_tensor **d_bias);
 
-/* ---- row_norm_double_backward_input (ops.yaml:2799) */
+/* ---- row_norm_double_backward_input (ops.yaml:2801) */
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4111,7 +4113,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
                                                     yt_tensor *input, yt_tensor *weight,
                                                     bool center, double eps);
 
-/* ---- row_norm_double_backward_grad_out (ops.yaml:2810) */
+/* ---- row_norm_double_backward_grad_out (ops.yaml:2812) */
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4121,7 +4123,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
 YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                        yt_tensor *weight, bool center, double eps);
 
-/* ---- batch_norm_backward_input (ops.yaml:2821) */
+/* ---- batch_norm_backward_input (ops.yaml:2823) */
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
@@ -4131,7 +4133,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tenso
 YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                                yt_tensor *weight, double eps);
 
-/* ---- batch_norm_backward_weight (ops.yaml:2832) */
+/* ---- batch_norm_backward_weight (ops.yaml:2834) */
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
@@ -4140,7 +4142,7 @@ YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
 
-/* ---- batch_norm_backward_bias (ops.yaml:2844) */
+/* ---- batch_norm_backward_bias (ops.yaml:2846) */
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
@@ -4148,7 +4150,7 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_backward (ops.yaml:2855) */
+/* ---- batch_norm_backward (ops.yaml:2857) */
 
 /* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and
@@ -4162,7 +4164,7 @@ YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, y
                                         bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                         yt_tensor **d_bias);
 
-/* ---- batch_norm_backward_bias_backward (ops.yaml:2867) */
+/* ---- batch_norm_backward_bias_backward (ops.yaml:2869) */
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
  * Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.
@@ -4171,7 +4173,7 @@ YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, y
 YT_API yt_tensor *yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
                                                        int sizes_len);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:2879) */
+/* ---- batch_norm_double_backward_input (ops.yaml:2881) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4181,7 +4183,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:2890) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:2892) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4191,7 +4193,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- softmax.int (ops.yaml:2904) */
+/* ---- softmax.int (ops.yaml:2906) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -4208,7 +4210,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:2924) */
+/* ---- log_softmax.int (ops.yaml:2926) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -4223,7 +4225,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:2944) */
+/* ---- softmax_backward_data (ops.yaml:2946) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -4231,7 +4233,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:2961) */
+/* ---- log_softmax_backward_data (ops.yaml:2963) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -4240,7 +4242,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:2978) */
+/* ---- softmax_double_backward (ops.yaml:2980) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -4249,7 +4251,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:2986) */
+/* ---- log_softmax_double_backward (ops.yaml:2988) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -4258,7 +4260,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:2994) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2996) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -4268,7 +4270,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:3005) */
+/* ---- dropout (ops.yaml:3007) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -4285,7 +4287,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:3018) */
+/* ---- mse_loss (ops.yaml:3020) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -4300,7 +4302,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:3033) */
+/* ---- l1_loss (ops.yaml:3035) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -4315,7 +4317,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:3048) */
+/* ---- smooth_l1_loss (ops.yaml:3050) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -4333,7 +4335,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:3064) */
+/* ---- huber_loss (ops.yaml:3066) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -4351,7 +4353,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy_elementwise (ops.yaml:3079) */
+/* ---- binary_cross_entropy_elementwise (ops.yaml:3081) */
 
 /* binary_cross_entropy_elementwise(Tensor self, Tensor target) -> Tensor
  * The unreduced, unweighted binary cross-entropy of binary_cross_entropy: -(t max(log x, -100) +
@@ -4361,7 +4363,7 @@ YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const cha
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_binary_cross_entropy_elementwise(yt_tensor *self, yt_tensor *target);
 
-/* ---- binary_cross_entropy (ops.yaml:3095) */
+/* ---- binary_cross_entropy (ops.yaml:3097) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -4383,7 +4385,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:3112) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:3114) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -4406,7 +4408,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:3128) */
+/* ---- nll_loss (ops.yaml:3130) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -4428,7 +4430,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:3151) */
+/* ---- cross_entropy_loss (ops.yaml:3153) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -4453,7 +4455,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:3181) */
+/* ---- cross_entropy_index (ops.yaml:3183) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -4474,7 +4476,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:3201) */
+/* ---- cross_entropy_index_backward (ops.yaml:3203) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -4486,7 +4488,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- scaled_dot_product_attention (ops.yaml:3212) */
+/* ---- scaled_dot_product_attention (ops.yaml:3214) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -4511,7 +4513,7 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- scaled_dot_product_attention_math (ops.yaml:3241) */
+/* ---- scaled_dot_product_attention_math (ops.yaml:3243) */
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
  * The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @
@@ -4525,7 +4527,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tenso
                                                       yt_tensor *value, double scale,
                                                       yt_tensor **output, yt_tensor **attn);
 
-/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3265) */
+/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3267) */
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
  * The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the
@@ -4539,7 +4541,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math_backward(
     double scale, bool query_grad, bool key_grad, bool value_grad, yt_tensor **d_query,
     yt_tensor **d_key, yt_tensor **d_value);
 
-/* ---- empty (ops.yaml:3281) */
+/* ---- empty (ops.yaml:3283) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -4554,7 +4556,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:3295) */
+/* ---- zeros (ops.yaml:3297) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -4569,7 +4571,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:3303) */
+/* ---- ones (ops.yaml:3305) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -4584,7 +4586,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:3311) */
+/* ---- full (ops.yaml:3313) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -4602,7 +4604,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:3323) */
+/* ---- empty_like (ops.yaml:3325) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -4619,7 +4621,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:3336) */
+/* ---- zeros_like (ops.yaml:3338) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -4627,7 +4629,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:3343) */
+/* ---- ones_like (ops.yaml:3345) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -4642,7 +4644,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:3355) */
+/* ---- full_like (ops.yaml:3357) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -4659,7 +4661,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:3366) */
+/* ---- arange (ops.yaml:3368) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -4677,7 +4679,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:3374) */
+/* ---- linspace (ops.yaml:3376) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -4693,7 +4695,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:3386) */
+/* ---- eye (ops.yaml:3388) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -4708,7 +4710,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:3397) */
+/* ---- eye.m (ops.yaml:3399) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -4723,7 +4725,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:3408) */
+/* ---- rand (ops.yaml:3410) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -4739,7 +4741,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:3419) */
+/* ---- randn (ops.yaml:3421) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -4755,7 +4757,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:3430) */
+/* ---- rand_like (ops.yaml:3432) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4772,7 +4774,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:3440) */
+/* ---- randn_like (ops.yaml:3442) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4789,7 +4791,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:3450) */
+/* ---- randint (ops.yaml:3452) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -4805,7 +4807,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:3461) */
+/* ---- randint.low (ops.yaml:3463) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -4821,7 +4823,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:3471) */
+/* ---- randperm (ops.yaml:3473) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -4837,7 +4839,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:3482) */
+/* ---- bernoulli (ops.yaml:3484) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -4854,7 +4856,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:3489) */
+/* ---- bernoulli.p (ops.yaml:3491) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -4888,7 +4890,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:3500) */
+/* ---- normal (ops.yaml:3502) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -4922,7 +4924,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:3512) */
+/* ---- uniform (ops.yaml:3514) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -4956,7 +4958,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- maybe_multiply (ops.yaml:3525) */
+/* ---- maybe_multiply (ops.yaml:3527) */
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
  * `self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta,
@@ -4965,7 +4967,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
 
-/* ---- sum_to (ops.yaml:3536) */
+/* ---- sum_to (ops.yaml:3538) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -4973,7 +4975,7 @@ YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:3547) */
+/* ---- sum_backward (ops.yaml:3549) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -4982,7 +4984,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:3554) */
+/* ---- mean_backward (ops.yaml:3556) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -4991,7 +4993,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:3561) */
+/* ---- amax_backward (ops.yaml:3563) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -5000,7 +5002,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:3568) */
+/* ---- permute_backward (ops.yaml:3570) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -5008,7 +5010,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:3575) */
+/* ---- pow_backward (ops.yaml:3577) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -5016,7 +5018,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:3582) */
+/* ---- pow_backward_self (ops.yaml:3584) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -5024,7 +5026,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:3589) */
+/* ---- pow_backward_exponent (ops.yaml:3591) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -5033,7 +5035,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:3596) */
+/* ---- slice_backward (ops.yaml:3598) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -5043,7 +5045,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:3604) */
+/* ---- select_backward (ops.yaml:3606) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
