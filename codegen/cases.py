@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from formula import c_default, c_default_none
 from model import DTYPE_SETS, DTYPES, Op, SpecError
-from parse import _grad_tensors
 from torch_cases import torch_case
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
@@ -340,9 +339,7 @@ class CaseBuilder:
         that requires grad (lower.py's overwrite_line): one error case writing into a clone of a
         floating self that requires grad (grad mode off must accept it)."""
         op = lo.op
-        d = op.derivative
-        if "inplace" not in op.variants or d is None or not d.not_differentiable or d.inplace_grad \
-                or "self" not in _grad_tensors(op):
+        if op.inplace_write_rule() != "refuse":
             return
         sample = next((x for x in samples if isinstance(x.get("self"), dict)
                        and x["self"].get("dtype", "f64") in DTYPE_SETS["floating"]
@@ -362,7 +359,7 @@ class CaseBuilder:
             "}",
             "return copy;"]))
         name = lo.msg_name("inplace")
-        self.errors.append({"op": op.schema.full_name, "what": f"{d.loc}: in-place with self requiring grad",
+        self.errors.append({"op": op.schema.full_name, "what": f"{op.derivative.loc}: in-place with self requiring grad",
                             "inputs": specs, "call": call, "code": "YT_ERR_STATE",
                             "prefix": f"{name}: self requires grad, and {op.schema.name} is not differentiable",
                             "requires_grad": True, "domain": f'"{op.domain}"' if op.domain else "NULL"})

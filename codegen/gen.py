@@ -39,9 +39,10 @@ class Lowered:
                   for t in (d.non_differentiable if d else [])]
         if not parts and d and d.not_differentiable:
             parts = ["not differentiable"]
-            if d.inplace_grad == "zero":
+            rule = op.inplace_write_rule()
+            if rule == "zero":
                 parts.append("the in-place form gives self's old history a zero gradient")
-            elif "inplace" in op.variants:
+            elif rule == "refuse":
                 parts.append("the in-place form refuses a self that requires grad")
         self.md_derivative = "; ".join(parts)
         self.md_derivative_loc = f"derivatives.yaml:{d.loc.line}" if d else ""

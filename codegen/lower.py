@@ -13,7 +13,6 @@ import textwrap
 from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
-from parse import _grad_tensors
 from model import DTYPE_SETS, DTYPES, LIST_KINDS, VARIANT_SUFFIX, Op, SpecError
 from pointwise import DTYPE_C, NoForm, PointwiseExpr
 
@@ -613,10 +612,10 @@ class OpLowering:
         `inplace_grad: zero` the write is recorded with a zero gradient for self's old history
         (returns True); otherwise such a self is refused, since its grad_fn would go on describing
         the values the write replaced."""
-        d = self.op.derivative
-        if d is None or not d.not_differentiable or "self" not in _grad_tensors(self.op):
+        rule = self.op.inplace_write_rule()
+        if rule is None:
             return False
-        if d.inplace_grad == "zero":
+        if rule == "zero":
             b("/* the new values do not depend on the old: self's history gets a zero gradient */")
             b("bool recording = yt__any_requires_grad(1, &self);")
             return True

@@ -164,6 +164,18 @@ class Op:
     # (add.Tensor -> add, add.Scalar -> add_scalar). Set by parse_ops.
     c_name: str = ""
 
+    def inplace_write_rule(self) -> Optional[str]:
+        """How the in-place form of a not-differentiable op treats a self that requires grad:
+        "zero" (derivatives.yaml `inplace_grad: zero`: the write is recorded with a zero gradient
+        for self's old history) or "refuse"; None when the op has no such form or self cannot
+        require grad."""
+        d = self.derivative
+        if "inplace" not in self.variants or d is None or not d.not_differentiable:
+            return None
+        if not any(t in DTYPE_SETS["floating"] for t in self.dtypes.get("self", [])):
+            return None
+        return "zero" if d.inplace_grad == "zero" else "refuse"
+
     def differentiable_results(self) -> list:
         """Results that get gradients: derivatives.yaml's output_differentiability, or by default
         every result whose result_dtype is not fixed to a non-floating dtype (indices)."""

@@ -37,13 +37,13 @@ yt__mm_integer(yt_tensor *result, yt_tensor *bias, yt_tensor *a, yt_tensor *b, i
     yt_tensor *ca = i64_rows(a), *cb = ca == NULL ? NULL : i64_rows(b);
     yt_tensor *c = cb == NULL ? NULL : yt__empty_like(result, YT_DTYPE_I64);
     yt_status st = c == NULL ? yt__last_status() : YT_OK;
-    if (st == YT_OK && bias != NULL && beta != 0)
+    const bool keep = bias != NULL && beta != 0;
+    if (st == YT_OK && keep)
         st = yt__copy_into(c, bias); /* broadcast and convert bias into C, then scale */
     if (st == YT_OK) {
         const uint64_t *av = (const uint64_t *)yt__data_ptr(ca);
         const uint64_t *bv = (const uint64_t *)yt__data_ptr(cb);
         uint64_t *cv = (uint64_t *)yt__data_ptr(c);
-        const bool keep = bias != NULL && beta != 0;
         for (int64_t t = 0; t < batch; t++) {
             const uint64_t *at = av + t * m * k, *bt = bv + t * k * n;
             uint64_t *ct = cv + t * m * n;
